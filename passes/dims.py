@@ -78,7 +78,7 @@ def reorder_dims(shape, strides, reduced):
             tuple(reduced[d] for d in order))
 
 
-def flip_negative_dims(shape, strides, reduced, offsets):
+def flip_negative_dims(shape, strides, offsets):
     """Walk a dim backwards when every operand that moves along it has a negative stride."""
     strides = [list(st) for st in strides]
     offsets = list(offsets)
@@ -128,7 +128,7 @@ def simplify_dims(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...],
         # NOTE: nothing to iterate; callers handle empty reductions (identity) before binding.
         return Layout((0,), tuple((0,) for _ in strides), offsets, (False,))
     shape, strides, reduced = drop_trivial_dims(shape, strides, reduced)
-    strides, offsets = flip_negative_dims(shape, strides, reduced, offsets)
+    strides, offsets = flip_negative_dims(shape, strides, offsets)
     shape, strides, reduced = reorder_dims(shape, strides, reduced)
     shape, strides, reduced = coalesce_dims(shape, strides, reduced)
     return Layout(shape, strides, offsets, reduced)

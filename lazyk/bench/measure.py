@@ -179,7 +179,7 @@ print(json.dumps({{"import_ms": t_import * 1e3, "compile_ms": times}}))
 """
 
 
-def one_off_costs(suite, suite_path: str, lazyk_ok: bool) -> dict[str, Any]:
+def one_off_costs(suite_path: str, lazyk_ok: bool) -> dict[str, Any]:
     """`import lazyk` time, cold compile per kernel, and load from the disk cache in a new process."""
     res: dict[str, Any] = {}
     code = "import time; t = time.perf_counter(); import lazyk; print((time.perf_counter() - t) * 1e3)"

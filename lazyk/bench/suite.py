@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 k += 1
                 if times.get(id(row)) and "error" not in row:
                     row["seconds"] = statistics.median(times[id(row)])
-                _progress(k, total, row, case, bw)
+                _progress(k, total, row, case)
         del data
     # The machine's limit is the best it showed: measure again at the end (load drifts).
     print(f"reference bandwidth again (n = {args.bandwidth_n:.0e}):", flush=True)
@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     numba_compile = {f"{k[2]}{' par' if k[3] else ''}{'' if k[4] else ' out'}": v * 1e3
                      for k, v in compiled.items() if k[0] == "compile_s"}
     print("one-off costs:", flush=True)
-    once = one_off_costs(suite, suite_path, any(t.family == "lazyk" for t in tools))
+    once = one_off_costs(suite_path, any(t.family == "lazyk" for t in tools))
     once["numba_compile_ms"] = numba_compile
     once["call_overhead_us"] = call_overhead(samples)
     for key, value in once.items():
@@ -297,7 +297,7 @@ def _out_of(fn: Callable[[], Any]) -> np.ndarray | None:
     return None
 
 
-def _progress(k: int, total: int, row: dict, case, bw: dict) -> None:
+def _progress(k: int, total: int, row: dict, case) -> None:
     if "seconds" in row:
         gbps = case.traffic(row["n"]) / row["seconds"] / 1e9
         mark = "" if row.get("correct", True) else "  WRONG RESULT"

@@ -520,7 +520,7 @@ def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
     key = (step.spec, dts)
     spec = unaligned_specs.get_or_build(key, lambda: replace(step.spec, inputs=dts,
                                                               aligned=(False,) * len(dts)))
-    shape = runtime.step_shape(step, arrays)
+    shape = runtime.step_shape(arrays)
     if step.axes is None:
         out = runtime.empty_out(shape, step.dtype)
         if out.size:

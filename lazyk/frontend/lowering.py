@@ -148,7 +148,7 @@ def _float_divmod(em, x, y):
     return b.select(ynz, fl, q), b.select(ynz, mod2, mod)
 
 
-def _int_safe(em, x, y, signed):
+def _int_safe(em, y, signed):
     """Divisor with 0 and -1 replaced by 1, so sdiv/srem never trap (results fixed later)."""
     b, t = em.b, y.type
     bad = b.icmp_unsigned("==", y, ir.Constant(t, 0))
@@ -164,7 +164,7 @@ def floor_divide(em, args, loop, attr):
         return _float_divmod(em, x, y)[0]
     t = x.type
     z = ir.Constant(t, 0)
-    ys = _int_safe(em, x, y, k == "i")
+    ys = _int_safe(em, y, k == "i")
     if k != "i":
         return b.select(b.icmp_unsigned("==", y, z), z, b.udiv(x, ys))
     q, r = b.sdiv(x, ys), b.srem(x, ys)
@@ -182,7 +182,7 @@ def remainder(em, args, loop, attr):
         return _float_divmod(em, x, y)[1]
     t = x.type
     z = ir.Constant(t, 0)
-    ys = _int_safe(em, x, y, k == "i")
+    ys = _int_safe(em, y, k == "i")
     if k != "i":
         return b.select(b.icmp_unsigned("==", y, z), z, b.urem(x, ys))
     r = b.srem(x, ys)
@@ -548,7 +548,7 @@ def fmod(em, args, loop, attr):
         return frem(em, x, y)  # C fmod (NaN for y == 0 or x infinite)
     t = x.type
     z = ir.Constant(t, 0)
-    ys = _int_safe(em, x, y, k == "i")
+    ys = _int_safe(em, y, k == "i")
     if k != "i":
         return b.select(b.icmp_unsigned("==", y, z), z, b.urem(x, ys))
     bad = b.or_(b.icmp_signed("==", y, z), b.icmp_signed("==", y, ir.Constant(t, -1)))

@@ -160,7 +160,7 @@ def join_ahead(root: Node, env: dict) -> None:
         if node.op != ROWS_OP or node.arg[0] != "concatenate" or node.arg[1][0] != 1 or \
                 node in tried:
             continue
-        parts = tried[node] = _kept_parts(node.srcs, node.dtype, env)
+        parts = tried[node] = _kept_parts(node.srcs, env)
         plan = None if parts is None else _joining(parts[0], node.dtype, parts[1])
         if plan is not None:
             groups.setdefault((id(plan), node.dtype.itemsize), []).append((node, parts[0], plan))
@@ -185,12 +185,12 @@ def joined_kept_rows(node: Node, srcs: tuple, env: dict) -> Array | None:
         return got
     tried = memo.get("kept parts", {})  # (`join_ahead` looked at these sources already)
     parts = tried[node] if srcs == node.srcs and node in tried else \
-        _kept_parts(srcs, dtype, env)
+        _kept_parts(srcs, env)
     got = None if parts is None else joined_rows(parts[0], dtype, parts[1])
     return None if got is None else build_columns(got)
 
 
-def _kept_parts(srcs: tuple, dtype: np.dtype, env: dict) -> tuple | None:
+def _kept_parts(srcs: tuple, env: dict) -> tuple | None:
     """(the column trees of the unselected arrays, m's kept positions) that
     `joined_kept_rows` joins; None for other forms."""
     if len(srcs) < 2 or not srcs[0].ndim:

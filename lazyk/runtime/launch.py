@@ -190,7 +190,7 @@ def _specialize(spec, arrays: list[np.ndarray]):
     return hit[1]
 
 
-def step_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
+def step_shape(arrays: list[np.ndarray]) -> tuple:
     try:
         return kernel.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
@@ -200,7 +200,7 @@ def step_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
 
 def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np.ndarray:
     """Bind and launch one step; returns the array written (`out` or a new one)."""
-    shape = step_shape(step, arrays) if arrays else ()
+    shape = step_shape(arrays) if arrays else ()
     spec = _specialize(step.spec, arrays)
     if step.axes is None:
         if out is None:
@@ -334,7 +334,7 @@ def copy_cast(out: np.ndarray, values: Any) -> None:
 
 
 def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
-    shape = step_shape(step, arrays) if arrays else ()
+    shape = step_shape(arrays) if arrays else ()
     return tuple((1 if d in step.axes else n) for d, n in enumerate(shape)
                  if step.keepdims or d not in step.axes)
 

@@ -102,7 +102,7 @@ class _Bindings:
     ellipses: dict[Any, tuple[list[_D], Type]] = field(default_factory=dict)
 
 
-def _match(p: Type, c: Type, env: _Bindings, top: tuple[Type, Type]) -> None:
+def _match(p: Type, c: Type, env: _Bindings) -> None:
     pdims, pdt = _split(p)
     cdims, cdt = _split(c)
     ells = [i for i, d in enumerate(pdims) if isinstance(d.pattern, EllipsisDim)]
@@ -166,18 +166,18 @@ def _match_dtype(p: Type, c: Type, env: _Bindings, ptop: Type, ctop: Type) -> No
                                  f"(pattern {ptop})")
         return
     if isinstance(p, Option):
-        _match(p.elem, c.elem if isinstance(c, Option) else c, env, (ptop, ctop))
+        _match(p.elem, c.elem if isinstance(c, Option) else c, env)
         return
     if isinstance(p, Record) and isinstance(c, Record) and p.names == c.names:
         for x, y in zip(p.types, c.types):
-            _match(x, y, env, (ptop, ctop))
+            _match(x, y, env)
         return
     if isinstance(p, Tuple) and isinstance(c, Tuple) and len(p.types) == len(c.types):
         for x, y in zip(p.types, c.types):
-            _match(x, y, env, (ptop, ctop))
+            _match(x, y, env)
         return
     if isinstance(p, Pointer) and isinstance(c, Pointer):
-        _match(p.target, c.target, env, (ptop, ctop))
+        _match(p.target, c.target, env)
         return
     if p is c or (isinstance(p, Scalar) and isinstance(c, Scalar) and p is c.native):
         return
@@ -229,10 +229,10 @@ def _solve(pattern: Any, concrete: tuple) -> tuple[Type, _Bindings]:
             raise TypeMatchError(f"signature {p} takes {len(params)} argument(s), "
                                  f"got {len(cs)}")
         for x, c in zip(params, cs):
-            _match(x, c, env, (x, c))
+            _match(x, c, env)
     else:
         for c in cs:
-            _match(p, c, env, (p, c))
+            _match(p, c, env)
     return p, env
 
 
