@@ -244,31 +244,17 @@ def _ones(x: Any, axes: tuple) -> tuple:
     return inner
 
 
-def _at(col: Column, axis: int, fn: Any) -> Column:
-    """A column tree with `fn` applied to the node of dim `axis` (1: the first below the
-    outer rows; an option above a dim's node belongs to it)."""
-    if axis == 1:
-        return fn(col)
-    if isinstance(col, Masked):
-        return Masked(col.present, _at(col.child, axis, fn))
-    if isinstance(col, Lists):
-        return Lists(col.offsets, _at(col.child, axis - 1, fn))
-    if isinstance(col, Regular):
-        return Regular(col.size, _at(col.child, axis - 1, fn), col.count)
-    raise ShapeError(f"no dimension {axis} in a column of {col.kind}")
-
-
 def _squeeze(col: Column, axes: tuple) -> Column:
     """The fixed dims of 1 at `axes` (>= 1) taken out of a column tree."""
     for a in sorted(axes, reverse=True):
-        col = _at(col, a, lambda c: c.child)
+        col = col.at(a - 1, lambda c: c.child)
     return col
 
 
 def _unsqueeze(col: Column, axes: tuple) -> Column:
     """Fixed dims of 1 put in at `axes` (>= 1, of the result)."""
     for a in sorted(axes):
-        col = _at(col, a, lambda c: Regular(1, c))
+        col = col.at(a - 1, lambda c: Regular(1, c))
     return col
 
 

@@ -137,7 +137,7 @@ def gather_in_missing_rows(node: Node, env: dict) -> Array | None:
     if outer is not None:  # (back under the outer lists)
         gathered, level = Lists(offsets_of(outer.spans()[1]), gathered), 2
     if isinstance(columns_at(gathered, level), Lists):
-        return build_columns(_masked_at(gathered, level, valid))
+        return build_columns(gathered.at(level - 1, lambda c: Masked(valid, c)))
     return tree_array(gathered, len(outer.spans()[1]) if outer is not None else len(valid),
                       None, {level: valid})
 
@@ -151,13 +151,6 @@ def _flat_rows(lists: Lists) -> Column:
 def columns_at(tree: Column, level: int) -> Column:
     """The node at `level` (1: the tree itself) down a chain of lists."""
     return tree if level == 1 else columns_at(tree.child, level - 1)
-
-
-def _masked_at(tree: Column, level: int, valid: np.ndarray) -> Column:
-    """`tree` with the node at `level` missing where `valid` is False."""
-    if level == 1:
-        return Masked(valid, tree)
-    return Lists(tree.offsets, _masked_at(tree.child, level - 1, valid))
 
 
 def _unread_in(tree: Column, valid: np.ndarray) -> Array | None:
