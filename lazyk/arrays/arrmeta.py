@@ -166,10 +166,10 @@ def encode(meta: tuple[int, ...]) -> bytes:
     return np.asarray(meta, dtype=np.int64).tobytes()
 
 
-def meta_names(t: T.Type, prefix: str = "") -> list[str]:
+def meta_names(t: T.Type) -> list[str]:
     """One descriptive name per arrmeta field, e.g. `dim0.size`, `x.offset`, `dim1.blockref`."""
     names: list[str] = []
-    _names(t, prefix, 0, names)
+    _names(t, "", 0, names)
     return names
 
 

@@ -26,7 +26,7 @@ def _cplx(fn: Callable) -> Callable:
     return lower
 
 
-def binary(f_op: str, i_op: str, b_op: str | None = None, u_op: str | None = None):
+def binary(f_op: str, i_op: str, b_op: str | None = None):
     def lower(em, args, loop, attr, part=False):
         b, (x, y) = em.b, args
         k = "f" if part else _k(loop[0])
@@ -34,7 +34,7 @@ def binary(f_op: str, i_op: str, b_op: str | None = None, u_op: str | None = Non
             return getattr(b, f_op)(x, y)
         if k == "b":
             return getattr(b, b_op)(x, y)
-        return getattr(b, u_op if (k == "u" and u_op) else i_op)(x, y)
+        return getattr(b, i_op)(x, y)
     return _cplx(lower)
 
 

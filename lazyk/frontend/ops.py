@@ -109,9 +109,9 @@ class Op:
             return complex(self.empty, self.empty)
         return self.empty
 
-    def infer(self, *dtypes: Any, attr: Any = None) -> np.dtype:
+    def infer(self, *dtypes: Any) -> np.dtype:
         """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
-        return self.resolve(*dtypes, attr=attr)[-1]
+        return self.resolve(*dtypes)[-1]
 
     def commutative(self, *dtypes: np.dtype) -> bool:
         """Whether `op(a, b)` equals `op(b, a)` for operands of these dtypes."""

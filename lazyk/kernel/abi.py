@@ -45,9 +45,9 @@ typedef void (*ckernel_strided_t)(char *dst, intptr_t dst_stride, char *const *s
 """
 
 
-def align_up(n: int, a: int = ALIGN) -> int:
-    """Round `n` up to a multiple of `a` (children start at 16-byte boundaries)."""
-    return (n + a - 1) & -a
+def align_up(n: int) -> int:
+    """Round `n` up to a multiple of ALIGN (children start at 16-byte boundaries)."""
+    return (n + ALIGN - 1) & -ALIGN
 
 
 class CKernelBuilder:

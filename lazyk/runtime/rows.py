@@ -6,7 +6,7 @@ of an arrmeta (`check_extent`: `lazyk.runtime.nest_run`), and the row line-up of
 The shape step broadcasts rows: a length-1 row broadcasts, equal lengths pair up, anything
 else is a ShapeError naming the row and both lengths. Every row read from an arrmeta is
 checked (`0 <= start <= stop <= length`) before any address is formed, so kernels never read
-out of bounds; operands over one index buffer share its rows (read and checked once).
+out of bounds.
 """
 from __future__ import annotations
 
@@ -223,14 +223,13 @@ def check_extent(array) -> None:
     _check_inside(array.owner, array.ptr, array.ptr, spans(0))
 
 
-def row_view(array, memo: dict | None = None) -> RowView:
+def row_view(array) -> RowView:
     """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md).
 
     A var dim's per-row element-0 address and length come from its index pairs read as one
     vectorized view; rows outside the content raise ValueError (never an out-of-bounds read).
-    Views made with the same `memo` share the indices (and length array) of operands over
-    the same index buffer and arrmeta, read and checked once. A `?var` dim's missing rows
-    (`rowmask` False) are empty rows: their indices are never used.
+    A `?var` dim's missing rows (`rowmask` False) are empty rows: their indices are never
+    used.
     """
     shape, _, _ = describe(array)
     dims, t, k = M.dims_words(array.type, array.meta)  # (rows of fixed dims, then the last)
@@ -256,10 +255,7 @@ def row_view(array, memo: dict | None = None) -> RowView:
         width, stop_delta, content = last.width, last.stop_delta, last.content
         istride, stride = last.index_stride, last.stride
         _check_content(last, np.dtype(elem).itemsize, mask_offset)
-        key = (array.ptr, tuple(outer), strides, width, stop_delta, istride, stride,
-               last.length)
-        got = None if memo is None or qvar else memo.get(key)
-        if got is None and all(outer):
+        if all(outer):
             # the index words (and row masks) of every row inside the owner's block
             lo, hi = memory.extent(tuple(outer), strides, 1)
             spans = [(0, width), (stop_delta, stop_delta + width)] + \
@@ -267,24 +263,12 @@ def row_view(array, memo: dict | None = None) -> RowView:
             _check_inside(array.owner, array.ptr + lo, array.ptr + hi - 1, spans)
         if qvar:
             present = _bytes_at(addresses() + row_offset, 1).reshape(-1) != 0
-            starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
+        starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
+        if qvar:
             starts, stops = np.where(present, starts, 0), np.where(present, stops, 0)
-            got = (starts, _checked_lengths(starts, stops, last), {})
-        elif got is None:
-            starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
-            got = (starts, _checked_lengths(starts, stops, last), {})
-            if memo is not None:
-                memo[key] = got
-        starts, lengths, done = got
-        # element-0 addresses: content + start * index_stride; an operand with the same
-        # index stride shifts another's addresses by the distance between the contents
-        other = done.get(istride)
-        if other is None:
-            rows = np.multiply(starts, istride)
-            rows += content
-            done[istride] = (rows, content)
-        else:
-            rows = other[0] + (content - other[1])
+        lengths = _checked_lengths(starts, stops, last)
+        rows = np.multiply(starts, istride)  # element-0 addresses
+        rows += content
         aligned = True if content % al == 0 and istride % al == 0 and stride % al == 0 \
             else None
     else:
