@@ -76,11 +76,8 @@ class Host:
         self.cpu = llvm.get_host_cpu_name()
         self.features = optworker.wide_vectors(llvm.get_host_cpu_features().flatten(),
                                                self.cpu)
-        target = llvm.Target.from_triple(self.triple)
-        self._target = target
         self.tm = self.new_target_machine()
         self.data_layout = str(self.tm.target_data)
-        self.avx512 = "+avx512f" in self.features.split(",")
         self.optimized = {"in_process": 0, "helper": 0, "helpers_started": 0, "ahead": 0}
         self._helper: optworker.Helper | None = None
         self._helper_broken = False
