@@ -306,9 +306,8 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
         return Node(ROWS_OP, node.dtype, node.shape[:q] + (1,) + node.shape[q:], (node,),
                     ("newaxis", (q,), tuple(rows), option))
     else:
-        what = f"parameter {node.arg!r}" if isinstance(value, Placeholder) else \
-            f"input of type {node.type_text()}"
-        raise NotSupportedError(f"a new axis on the {what} ({type(value).__name__}): index "
+        raise NotSupportedError(f"a new axis on the input of type {node.type_text()} "
+                                f"({type(value).__name__}): index "
                                 "arrays (NumPy or lazyk) only; declare a placeholder with the "
                                 "dim of size 1 instead, e.g. 'N * 1 * float64'")
     env.update(leaf.env)
