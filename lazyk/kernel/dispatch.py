@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazyk.arrays.outputs import empty as empty_out
+from lazyk.backend import threads as _threads  # the native thread pool
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.objcache import source_digest
 from lazyk.frontend.spec import KernelSpec
@@ -26,11 +27,6 @@ from lazyk.kernel.flat import (
     prepared,
     run_layout,
 )
-
-try:  # the native thread pool
-    from lazyk.backend import threads as _threads
-except ImportError:  # pragma: no cover
-    _threads = None
 
 
 def _layout_ok() -> bool:
@@ -278,7 +274,7 @@ def record(ck: BoundKernel) -> ThreadedRun | None:
     """A reusable threaded record of bound kernel `ck` (it keeps `ck` alive), or None where
     none fits: not threaded, a reduction, several outputs, an empty or 0-d layout, or a
     `threads(n)` block open."""
-    if (ck._task is None or _threads is None or ck.compiled.nout != 1
+    if (ck._task is None or ck.compiled.nout != 1
             or ck.compiled.spec.reduce is not None or ck._empty or ck.layout.ndim == 0
             or _threads.local_blocks()):  # a record's parts ignore per-thread counts
         return None

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lazyk.arrays.memory import data_pointer  # noqa: F401  (also lazyk.kernel.flat's)
+from lazyk.backend import threads as _threads  # the native thread pool
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.objcache import GENERATOR, source_digest
 from lazyk.codegen.llvm import LayoutClass, generate, kernel_data_size
@@ -35,12 +36,6 @@ from lazyk.frontend.spec import (  # noqa: F401  (also lazyk.kernel.flat.Instr, 
 from lazyk.kernel import abi
 from lazyk.lru import LRU, lock
 from lazyk.passes.dims import simplify_dims
-
-try:  # the native thread pool
-    from lazyk.backend import threads as _threads
-except ImportError:  # pragma: no cover
-    _threads = None
-
 
 # ---------------------------------------------------------------- compile + cache
 # compiled kernels by (spec, layout class, target): ~64 KB of code each
@@ -394,7 +389,7 @@ class BoundKernel:
 
     def _thread_plan(self, compiled: CompiledKernel, layout: Any):
         """Split the outer dim over the pool when large enough; None = run single."""
-        if _threads is None or compiled.nout != 1 or layout.ndim == 0 or self._empty:
+        if compiled.nout != 1 or layout.ndim == 0 or self._empty:
             return None
         inner = max(1, layout.size // layout.shape[0])
         min_chunk = max(1, _threads.MIN_CHUNK // inner)
