@@ -516,18 +516,10 @@ def _explain_evaluated(obj: Any, target: str) -> str:
 
 
 def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:
-    try:
-        compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
-    except (ImportError, AttributeError) as err:
-        return [f"== (no kernel backend: {err})"]
+    compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
     text = [f"== layout class {kernel.layout_class(spec, layout)}"]
-    if ir:
-        jit = compiled.jit
-        optimized = getattr(jit, "optimized_ir", None)
-        if optimized is not None:  # re-optimized on demand after a disk-cache hit
-            text.append(f"== LLVM IR (optimized)\n{optimized()}")
-        else:
-            text.append(f"== LLVM IR (unoptimized source)\n{compiled.ir}")
+    if ir:  # (re-optimized on demand after a disk-cache hit)
+        text.append(f"== LLVM IR (optimized)\n{compiled.jit.optimized_ir()}")
     if asm:
         text.append(f"== assembly\n{compiled.asm}")
     return text
