@@ -86,10 +86,6 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_explain(args: argparse.Namespace) -> int:
-    return explain_command(args)
-
-
 _EXAMPLES = """examples:
   lazyk parse "3 * var * {x: float64, y: ?int32}"
   lazyk explain "sin(a) * b + 1" --type a="N * float64" --type b="N * float64"
@@ -133,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-asm", action="store_true", help="leave out the assembly")
     p.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: each kernel's NVVM IR and PTX (libNVVM, no GPU needed)")
-    p.set_defaults(func=_cmd_explain)
+    p.set_defaults(func=explain_command)
 
     p = sub.add_parser("cache", help="the on-disk kernel cache: `info` (where, how big, whether "
                        "it is used) or `clear` (delete lazyk's entries, nothing else)")

@@ -88,10 +88,6 @@ class LRU:
         with self._lock:
             return list(self._data.values())
 
-    def items(self) -> list:
-        with self._lock:
-            return list(self._data.items())
-
     def __contains__(self, key: Hashable) -> bool:
         return key in self._data
 
