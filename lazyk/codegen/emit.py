@@ -14,8 +14,7 @@ from lazyk.codegen.vector_fmod import fmod_call
 from lazyk.frontend import ops
 from lazyk.frontend.lowering import inline_helper
 
-I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
-                       ir.IntType(64))
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 P8 = I8.as_pointer()
 
