@@ -348,3 +348,18 @@ def test_a_bound_arg_reduction_over_an_empty_axis_raises_as_the_call(op):
     x = np.random.default_rng(8).standard_normal((3, 4))
     f = lazyk.compile(getattr(lazyk, op)(p, axis=1))
     np.testing.assert_array_equal(f.bind(np.zeros(3, np.int64), x)(), getattr(np, op)(x, axis=1))
+
+
+@pytest.mark.xfail(strict=True, reason="argmax / argmin over every axis count the n slots of "
+                   "each missing row of a fixed size (`?n`) as positions: [None, [6, 7]] of "
+                   "`2 * ?2 * uint16` gives 3 (argmin 2) where missing rows hold no value in "
+                   "the flattened values (Awkward: 1 and 0; `2 * ?var` rows give 1 and 0)")
+def test_arg_reductions_over_every_axis_skip_missing_rows_of_a_fixed_size():
+    for t in ("2 * ?2 * uint16", "2 * ?var * uint16"):
+        x = L(t, [None, [6, 7]])
+        got = (lazyk.argmax(x, axis=None).eval(), lazyk.argmin(x, axis=None).eval())
+        assert [g.to_list() for g in got] == [1, 0] == [
+            ak.argmax(ak.Array([None, [6, 7]]), axis=None), ak.argmin(ak.Array([None, [6, 7]]),
+                                                                        axis=None)]
+    x = L("3 * var * ?2 * float64", [[None, [-0.5, 1.5]], [None, [1.5, -2.5]], []])
+    assert lazyk.argmax(x, axis=None).eval().to_list() == 1
