@@ -264,6 +264,16 @@ def test_is_none_keeps_missing_rows_of_an_operand_whose_values_cannot_be_missing
                                                   axis=-1)) if ak else True
 
 
+def test_fill_none_keeps_missing_rows_of_an_operand_whose_values_cannot_be_missing():
+    # a row missing only in the operand without `?T` values, where the `?T` operand's row
+    # is empty, stays missing (it became an empty row)
+    x = lazyk.array([[], [], None, [[-1]]], "4 * ?var * 1 * ?int32")
+    t = lazyk.array([[], None, None, [[7]]], "4 * ?var * 1 * uint8")
+    got = lazyk.fill_none(lazyk.minimum(x, t), 2).eval()
+    assert got.to_list() == [[], None, None, [[-1]]]
+    assert str(got.type) == "4 * ?var * 1 * int32"
+
+
 def test_fill_none_of_an_expression_and_arrays():
     x = lazyk.array([[1, None], [3]], "2 * var * ?int32")
     y = lazyk.array([[None, 20], [None]], "2 * var * ?int32")

@@ -265,7 +265,8 @@ def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
         value, present = _split(srcs[0], env, memo)
     except _Staged:
         return None
-    shape = node.shape
+    if present is not None and memo.get("rows"):  # rows missing where no `?T` leaf says:
+        present = _and(present, _everywhere(value))  # the value's rows say where
     if name == "is_none":
         if present is None and is_text(value.dtype):
             return None  # (strings are not cast to bool: the rows give the shape)
@@ -273,15 +274,14 @@ def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
             true = Node("const", np.dtype(bool), (), (), True)
             false = Node("const", np.dtype(bool), (), (), False)
             return Node("where", np.dtype(bool), value.shape, (true, false, cast(value, bool)))
-        full = _and(present, _everywhere(value)) if present.shape != value.shape or \
-            memo.get("rows") else present  # (rows missing where no `?T` leaf says: value's)
+        full = _and(present, _everywhere(value)) if present.shape != value.shape else present
         return Node("logical_not", np.dtype(bool), full.shape, (full,))
     dt = node.dtype
     fill = Node("const", dt, (), (), node.arg[1][0]) if len(srcs) == 1 else cast(srcs[1], dt)
     if present is None:
         return cast(value, dt)
     return Node("where", dt, broadcast_shapes("fill_none", [present.shape, value.shape,
-                                                           fill.shape]) or shape,
+                                                           fill.shape]) or node.shape,
                 (present, cast(value, dt), fill))
 
 
