@@ -87,6 +87,7 @@ class NestGroups:
             bufs = [b.alloca(ir.ArrayType(t, COLUMNS)) for t in (lltype(self.acc_dtype), I64)]
         slots = self.acc, self.count, self.bad, self.nan
         pos0 = b.load(self.pos)
+        steps_m = [self.f[j][m][0] if self.kinds[j][m].moves else c(0) for j in range(self.nin)]
 
         def use(i, bad=None):
             # a column missed a value where it counted fewer than the folded level's
@@ -117,8 +118,6 @@ class NestGroups:
                         self._fold(addr, [b.gep(addr[j], [self.moff[j]])
                                           for j in range(self.nin) if self.masked[j]])
                     return one
-                steps_m = [self.f[j][m][0] if self.kinds[j][m].moves else c(0)
-                           for j in range(self.nin)]
                 with b.if_else(self._contiguous(m, steps_m, isz)) as (then, otherwise):
                     with then:
                         self._body_loop(b, w, column([c(sz) for sz in isz]))

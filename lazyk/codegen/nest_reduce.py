@@ -144,27 +144,28 @@ class NestReduce:
     def _fold(self, addr, masks):
         b = self.b
 
-        def fold():
-            res = self._values(addr)
+        def fold(ok=None):
+            """Fold the value (`ok`: whether it is present; a missing one folds as the
+            identity and is not counted)."""
+            v = self._values(addr)[0]
             if self.arg:
-                self._arg_combine(res[0])
+                self._arg_combine(v)
             else:
-                self._fold_value(res[0])
-            b.store(b.add(b.load(self.count), self.c(1)), self.count)
+                if ok is not None:
+                    one = self.em.const(self.out_dts[0], self.red.identity(self.out_dts[0]))
+                    v = tuple(b.select(ok, x, y) for x, y in zip(v, one)) \
+                        if isinstance(v, tuple) else b.select(ok, v, one)
+                self._fold_value(v)
+            b.store(b.add(b.load(self.count), self.c(1) if ok is None else b.zext(ok, I64)),
+                    self.count)
         if not masks:
             fold()
             return
         if self._numbers_only() and not self.arg:
             # no branch on the present byte (a loop that vectorizes): a missing value's
-            # bytes are numbers, folded as the identity; counted where present
+            # bytes are numbers
             ok = self._present(masks)
-            v = self._values(addr)[0]
-            dt = self.out_dts[0]
-            one = self.em.const(dt, self.red.identity(dt))
-            v = tuple(b.select(ok, x, y) for x, y in zip(v, one)) if isinstance(v, tuple) \
-                else b.select(ok, v, one)
-            self._fold_value(v)
-            b.store(b.add(b.load(self.count), b.zext(ok, I64)), self.count)
+            fold(ok)
             if self.bad is not None:  # (None: the caller finds it from the count)
                 b.store(b.or_(b.load(self.bad), b.not_(ok)), self.bad)
             return
