@@ -723,6 +723,40 @@ def test_folds_along_the_first_axis_over_missing_values(reduction, skipna, layou
     assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None])
 
 
+@pytest.mark.parametrize("reduction", ["sum", "max", "any", "argmax"])
+@pytest.mark.parametrize("shape", [(1500, 2300), (300, 3, 700)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_folds_along_the_first_axis_split_their_columns_over_threads(reduction, shape, threads):
+    # level 0 is folded, so threads take ranges of the results (columns) instead of rows,
+    # each folding every row: the column fold (by blocks of columns) and the walk of each
+    # column's group alike
+    rng = np.random.default_rng(5)
+    data = rng.integers(-50, 50, shape).astype(np.float32)
+    mask = rng.random(shape) < 0.1
+    mask[..., -1] = True  # the last column: nothing present
+    m = np.ma.masked_array(data, mask)
+    before = lazyk.get_num_threads()
+    lazyk.set_num_threads(threads)
+    try:
+        for axis in (0, (0, 1))[:1 if reduction == "argmax" else len(shape) - 1]:
+            kw = {} if reduction == "argmax" else {"skipna": True}
+            e = getattr(lazyk, reduction)(lazyk.array(m), axis=axis, **kw)
+            parts = re.search(r"nest 1: fold0.* (\d+) part\(s\)", e.explain()).group(1)
+            assert (int(parts) > 1) == (threads > 1)
+            got = np.array(e.eval().to_list(), dtype=object).ravel()
+            want = getattr(m, reduction)(axis=axis)
+            want = np.array(want.ravel() if reduction == "argmax" else want.tolist(),
+                            dtype=object).ravel()
+            # a column of nothing: the identity, or None where there is none (numpy.ma:
+            # masked, and 0 for argmax)
+            empty = mask.all(axis=axis).ravel()
+            assert empty.sum() == len(want) // shape[-1]
+            want[empty] = {"sum": 0.0, "any": False}.get(reduction)
+            assert list(got) == list(want)
+    finally:
+        lazyk.set_num_threads(before)
+
+
 def test_running_sums_over_missing_values_skip_them():
     x = lazyk.array([[1.0, None, 2.0], [], [None, 4.0]], type="3 * var * ?float64")
     assert lazyk.cumsum(x, axis=1).eval().to_list() == [[1.0, None, 3.0], [], [None, 4.0]]

@@ -463,6 +463,16 @@ class Fold:
     axes: tuple
     keep = None
 
+    def splits_columns(self, levels, kinds) -> bool:
+        """Whether a part of this fold is a range [lo, hi) of the last level's elements
+        instead of level-0 rows: a fold along level 0 that keeps the last level, every
+        level fixed and every operand strided (or staying) there. Each part then folds
+        every row of its own columns: level 0 is folded, yet its results spread over
+        threads."""
+        return (0 in self.axes and len(levels) - 1 not in self.axes and
+                all(lv is FIXED for lv in levels) and
+                all(type(lv) in (Strided, Stay) for ks in kinds for lv in ks))
+
     def __str__(self) -> str:
         return "fold" + ",".join(map(str, self.axes))
 

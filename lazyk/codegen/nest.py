@@ -119,6 +119,7 @@ from lazyk.codegen.levels import (
     Bins,
     Check,
     Fill,
+    Fold,
     Gathered,
     Map,
     Pick,
@@ -229,6 +230,8 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         # element over each result element's group
         self.axes = mode.axes
         self.axis = self.axes[0] if self.axes else -1
+        # a part: a range [lo, hi) of the last level's results (`Fold.splits_columns`)
+        self.split_columns = isinstance(mode, Fold) and mode.splits_columns(levels, kinds)
         self.res = [] if self.total or self.binning else list(range(self.nlev - 1)) \
             if self.reducing else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)

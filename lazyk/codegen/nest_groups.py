@@ -14,8 +14,11 @@ from lazyk.codegen.emit import I1, I64, lltype
 from lazyk.codegen.levels import FIXED, VAR, Stay, Strided
 from lazyk.codegen.llvm import NO_VECTOR, for_loop, hinted_loop
 
-# Result elements a fold by columns keeps on the stack at once (`_fold_columns`).
-COLUMNS = 256
+# Result elements a fold by columns keeps on the stack at once (`_fold_columns`): 16 KB of
+# float64 accumulators and counts, in L1, with runs of a row long enough to stream. A
+# (2000, 2000) fold along axis 0 on one thread, min of 31: `?float32` sum 5.4 / 2.9 / 2.8 ms
+# at 256 / 1024 / 2048 columns, float64 2.0 / 1.6 / 1.5 ms.
+COLUMNS = 1024
 
 
 class NestGroups:
@@ -57,6 +60,16 @@ class NestGroups:
             b.store(b.add(slot, c(1)), self.cnt[m])
             if self.counting and m == self.deepest:
                 return
+        if m == self.nlev - 1 and self.split_columns:  # this part's results: [lo, hi)
+            pos0 = b.load(self.pos)
+
+            def column(i):
+                q = b.add(self.lo, i)
+                b.store(b.add(pos0, q), self.pos)
+                self._fold_level(m + 1, top, path, {**qs, m: q}, {**ns, m: n})
+            for_loop(b, b.sub(self.hi, self.lo), column, name=f"f{m}")
+            b.store(b.add(pos0, n), self.pos)
+            return
         for_loop(b, n, lambda q: self._fold_level(m + 1, top, path, {**qs, m: q},
                                                   {**ns, m: n}), name=f"f{m}")
 
@@ -81,6 +94,8 @@ class NestGroups:
         bases, steps, na = top
         m = self.nlev - 1
         n = self.sizes[m]
+        # this part's results (a fold along level 0 splits them: `Fold.splits_columns`)
+        lo, hi = (self.lo, self.hi) if self.split_columns else (c(0), n)
         kept = list(range(self.axis + 1, m))
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
         with b.goto_entry_block():
@@ -97,8 +112,8 @@ class NestGroups:
             self.bad, self.nan = bad, None
 
         def block(blk):
-            first = b.mul(blk, c(COLUMNS))
-            w = b.sub(n, first)
+            first = b.add(lo, b.mul(blk, c(COLUMNS)))
+            w = b.sub(hi, first)
             w = b.select(b.icmp_signed("<", w, c(COLUMNS)), w, c(COLUMNS))
             for_loop(b, w, lambda i: (use(i, slots[2]), self._reset()), name="cz")
 
@@ -130,7 +145,7 @@ class NestGroups:
                 b.store(b.icmp_signed("<", b.load(self.count), na), self.bad)
                 self._finish(b.add(b.add(pos0, first), i), na)
             for_loop(b, w, finish, name="cf")
-        for_loop(b, b.sdiv(b.add(n, c(COLUMNS - 1)), c(COLUMNS)), block, name="cb")
+        for_loop(b, b.sdiv(b.add(b.sub(hi, lo), c(COLUMNS - 1)), c(COLUMNS)), block, name="cb")
         self.acc, self.count, self.bad, self.nan = slots
         b.store(b.add(pos0, n), self.pos)
 

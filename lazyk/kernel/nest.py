@@ -254,23 +254,24 @@ def kernel_for(key: tuple) -> NestKernel:
     return k
 
 
-def split(n: int, total: int, before, weight: int = 1) -> list:
+def split(n: int, total: int, before, weight: int = 1, per_thread: int = PARTS_PER_THREAD) -> list:
     """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
     estimate of the content before row r (`total` = before(n)); `weight`: values read per
     unit of content (a kernel reading six operands per value is worth splitting at a sixth of
-    the values of one reading one). Found by bisection, so
+    the values of one reading one); `per_thread`: the most parts per thread. Found by
+    bisection, so
     O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
     with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy; one
-    with `rows` (before(r) = r) needs no search."""
+    with `rows` (before(r) = r), or None, needs no search."""
     threads = get_num_threads()
     nparts = min(parts_for(max(total, 0) * max(weight, 1), MIN_PART, threads,
-                           PARTS_PER_THREAD), n)
+                           per_thread), n)
     if nparts > threads:  # a multiple of the threads: 3 equal parts on 2 threads ran 2 on one
         nparts = min(-(-nparts // threads) * threads, n)
     if nparts <= 1:
         return [0, n]
     goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
-    if getattr(before, "rows", False):  # before(r) = r
+    if before is None or getattr(before, "rows", False):  # before(r) = r
         return [0, *sorted({g for g in goals if 0 < g < n}), n]
     starts = getattr(before, "starts", None)
     if starts is not None:  # (goals in its dtype: no conversion of the array)

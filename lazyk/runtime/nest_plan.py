@@ -24,6 +24,7 @@ from lazyk.codegen.levels import (
     VAR,
     WORDS,
     FixedDimData,
+    Fold,
     Gathered,
     Pick,
     PickDimData,
@@ -57,21 +58,6 @@ class NestOperand:
     def __init__(self, dims, ptr, dtype, mask_offset, aligned, owner=None):
         self.dims, self.ptr, self.dtype = dims, ptr, dtype
         self.mask_offset, self.aligned, self.owner = mask_offset, aligned, owner
-
-
-class _Raw:
-    """`__array_interface__` of bytes the caller checked (`_raw`)."""
-
-    __slots__ = ("__array_interface__",)
-
-
-def _raw(ptr: int, shape: tuple, strides: tuple, dtype) -> np.ndarray:
-    """A NumPy view of memory the caller knows is inside a checked block, read at once
-    (no owner kept; no ctypes array type per size)."""
-    h = _Raw()
-    h.__array_interface__ = {"version": 3, "shape": shape, "strides": strides,
-                             "typestr": np.dtype(dtype).str, "data": (ptr, True)}
-    return np.asarray(h)
 
 
 # id(Array) -> (weak ref to it, its owner's id, the block refs its arrmeta names, its
@@ -358,8 +344,8 @@ def flat_rows(ops_, levels, kinds, sizes):
         # row r's start and stop: bytes the nest reads too (inside the operand's block:
         # `check_extent`)
         dt = np.int32 if width == 4 else np.int64
-        starts = _raw(o.ptr, (n0,), (s0,), dt)
-        stops = _raw(o.ptr + delta, (n0,), (s0,), dt)
+        starts = view(o.ptr, (n0,), (s0,), dt, None, True)
+        stops = view(o.ptr + delta, (n0,), (s0,), dt, None, True)
         lo, hi = int(starts[0]), int(stops[-1])
         if lo < 0 or hi > length or (s0 != delta and (starts[1:] != stops[:-1]).any()):
             return None
@@ -410,8 +396,9 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
     if ref is None:
         return None
     ptr, n0, s0, width = ref
-    off = raw = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest
-    lo, hi = int(off[0]), int(off[-1])  # reads)
+    dt = np.int32 if width == 4 else np.int64
+    off = raw = view(ptr, (n0 + 1,), (s0,), dt, None, True)  # (the nest reads them)
+    lo, hi = int(off[0]), int(off[-1])
     if not rising(off, hi):
         return None  # bad rows: the full nest names them
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
@@ -458,11 +445,12 @@ def offsets_rows(ops_, kinds, levels, sizes):
         views = reader.__dict__.setdefault("offsets_views", {})  # (kept as its memory is)
         off = views.get(ref)
         if off is None:
-            off = views[ref] = _raw(ptr, (n0 + 1,), (s0,), dt)
+            off = views[ref] = view(ptr, (n0 + 1,), (s0,), dt, None, True)
         if not rising(off, length):
             return None  # (the count pass names the row)
         return np.subtract(off, off[0], dtype=np.int64)  # (a copy: bound calls compare it)
-    starts, stops = _raw(ptr, (n0,), (s0,), dt), _raw(ptr + delta, (n0,), (s0,), dt)
+    starts = view(ptr, (n0,), (s0,), dt, None, True)
+    stops = view(ptr + delta, (n0,), (s0,), dt, None, True)
     lens = np.subtract(stops, starts, dtype=np.int64)
     if lens.min() < 0 or starts.min() < 0 or stops.max() > length:
         return None  # (the count pass names the row)
@@ -495,6 +483,11 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     content (offsets are content prefix sums: a bisection, no pass over the rows). `offsets`
     and `rvar` count result levels; `res` gives their levels in the nest."""
     nres = len(res)
+    if isinstance(mode, Fold) and mode.splits_columns(levels, kinds):
+        # parts: ranges of columns, one per thread (each folds every row: a narrow range
+        # reads short runs of each row)
+        bounds = nest_split(sizes[-1], sizes[-1], None, int(np.prod(sizes[:-1])) * len(sel), 1)
+        return [(lo, hi, 0, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
     if levels[0] is not FIXED or not nres or res[0] != 0 or \
             (isinstance(mode, (Reduce, Scan)) and len(levels) < 2):
         # level 0 is not split (a scan of one level runs along it)
@@ -575,8 +568,9 @@ def index_weight(sel, kinds, n0):
                 return None
             # the start indices and the last stop: bytes the nest reads too
             dt = np.int32 if width == 4 else np.int64
-            starts = _raw(o.ptr, (n0,), (stride,), dt)
-            s0, end = int(starts[0]), int(_raw(o.ptr + (n0 - 1) * stride + delta, (), (), dt))
+            starts = view(o.ptr, (n0,), (stride,), dt, None, True)
+            last = o.ptr + (n0 - 1) * stride + delta
+            s0, end = int(starts[0]), int(view(last, (), (), dt, None, True))
 
             def before(r):
                 return (int(starts[r]) if r < n0 else end) - s0
