@@ -757,6 +757,32 @@ def test_folds_along_the_first_axis_split_their_columns_over_threads(reduction, 
         lazyk.set_num_threads(before)
 
 
+@pytest.mark.parametrize("reduction", ["argmax", "argmin"])
+def test_arg_reductions_along_the_first_axis_fold_columns(reduction):
+    # each row read along into a block of columns' best values and positions (a vector
+    # loop; it walked each column: one value per row); a missing value changes nothing, the
+    # first NaN wins, a column of nothing has no position
+    rng = np.random.default_rng(11)
+    data = rng.integers(-3, 4, (300, 1100)).astype(np.float32)  # (ties: the first stays)
+    data[rng.random(data.shape) < 0.002] = np.nan
+    mask = rng.random(data.shape) < 0.2
+    mask[:, 7] = True
+    e = getattr(lazyk, reduction)(lazyk.array(np.ma.masked_array(data, mask)), axis=0)
+    assert re.search(r"\tvcmp\w*ps\t", _fold_asm(e)), "no packed float32 compare"
+    better = np.greater if reduction == "argmax" else np.less
+    want = []
+    for col, gone in zip(data.T, mask.T):
+        best = at = None
+        for i, (v, g) in enumerate(zip(col, gone)):
+            if not g and np.isnan(v):
+                at = i
+                break
+            if not g and (best is None or better(v, best)):
+                best, at = v, i
+        want.append(at)
+    assert want[7] is None and e.eval().to_list() == want
+
+
 def test_running_sums_over_missing_values_skip_them():
     x = lazyk.array([[1.0, None, 2.0], [], [None, 4.0]], type="3 * var * ?float64")
     assert lazyk.cumsum(x, axis=1).eval().to_list() == [[1.0, None, 3.0], [], [None, 4.0]]

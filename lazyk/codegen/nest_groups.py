@@ -81,7 +81,7 @@ class NestGroups:
         return (self.target.name == "cpu" and len(self.axes) == 1 and
                 self.axis < self.nlev - 1 and all(lv is FIXED for lv in self.levels) and
                 all(type(lv) in (Strided, Stay) for ks in self.kinds for lv in ks) and
-                not (self.arg or self.keep is not None or self.out_dts[0].kind in "bc") and
+                not (self.keep is not None or self.out_dts[0].kind in "bc") and
                 self._numbers_only())
 
     def _fold_columns(self, top, path, qs, ns):
@@ -98,9 +98,12 @@ class NestGroups:
         lo, hi = (self.lo, self.hi) if self.split_columns else (c(0), n)
         kept = list(range(self.axis + 1, m))
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
+        # per result: its accumulator and count (an arg-reduction: its positions too)
+        types = [lltype(self.acc_dtype), I64] + [I64] * (3 if self.arg else 0)
         with b.goto_entry_block():
-            bufs = [b.alloca(ir.ArrayType(t, COLUMNS)) for t in (lltype(self.acc_dtype), I64)]
+            bufs = [b.alloca(ir.ArrayType(t, COLUMNS)) for t in types]
         slots = self.acc, self.count, self.bad, self.nan
+        args = (self.accpos, self.accfirst, self.accnan) if self.arg else ()
         pos0 = b.load(self.pos)
         steps_m = [self.f[j][m][0] if self.kinds[j][m].moves else c(0) for j in range(self.nin)]
 
@@ -108,7 +111,10 @@ class NestGroups:
             # a column missed a value where it counted fewer than the folded level's
             # (every element is visited): no flag per column in the loop; a min / max of
             # each column propagates NaN itself (no fold across lanes)
-            self.acc, self.count = (b.gep(x, [c(0), i]) for x in bufs)
+            at = [b.gep(x, [c(0), i]) for x in bufs]
+            self.acc, self.count = at[:2]
+            if self.arg:
+                self.accpos, self.accfirst, self.accnan = at[2:]
             self.bad, self.nan = bad, None
 
         def block(blk):
@@ -118,6 +124,8 @@ class NestGroups:
             for_loop(b, w, lambda i: (use(i, slots[2]), self._reset()), name="cz")
 
             def row(g):
+                if self.arg:  # the position of this row's values along the folded level
+                    b.store(g, self.argat)
                 row0 = [self._descend(j, b.gep(p, [b.mul(g, s)]), self.axis + 1,
                                       [qs[k] for k in kept], [ns[k] for k in kept],
                                       path + [g])[0]
@@ -147,6 +155,8 @@ class NestGroups:
             for_loop(b, w, finish, name="cf")
         for_loop(b, b.sdiv(b.add(b.sub(hi, lo), c(COLUMNS - 1)), c(COLUMNS)), block, name="cb")
         self.acc, self.count, self.bad, self.nan = slots
+        if self.arg:
+            self.accpos, self.accfirst, self.accnan = args
         b.store(b.add(pos0, n), self.pos)
 
     def _fold_check(self, m, top, path, qs, ns):

@@ -108,27 +108,33 @@ class NestReduce:
         b.store(b.add(b.load(self.count), b.select(b.icmp_signed(">", n, c(PEEL)), c(PEEL), n)),
                 self.count)
 
-    def _arg_combine(self, v):
+    def _arg_combine(self, v, ok=None):
         """Arg-reductions: the value v (at position `argat`) takes the best's place where
         the row's `combine` comparison holds strictly (the first of equal values stays).
         The best value's chain is that compare and a select only (a max / min
         instruction): the first position folded (a row of only the identity, -inf for
         argmax, has no strictly better value) and the first NaN's (NaN wins, as NumPy's)
-        are kept beside it and settled by `_arg_position`."""
+        are kept beside it and settled by `_arg_position`. `ok`: whether v is present (a
+        missing one changes nothing: no branch)."""
         b, em, dt = self.b, self.em, self.out_dts[0]
         best, at, c = self._acc_load(b, self.acc), b.load(self.argat), self.c
+
+        def present(x):
+            return x if ok is None else b.and_(x, ok)
         if dt.kind == "f":
             better = b.fcmp_ordered(">" if self.red.combine == "greater" else "<", v, best)
             nan = b.load(self.accnan)
-            b.store(b.select(b.and_(b.fcmp_unordered("uno", v, v),
-                                    b.icmp_signed("<", nan, c(0))), at, nan), self.accnan)
+            b.store(b.select(present(b.and_(b.fcmp_unordered("uno", v, v),
+                                            b.icmp_signed("<", nan, c(0)))), at, nan),
+                    self.accnan)
         else:
             better = em.truth(em.apply(self.red.combine, [v, best], [dt, dt], np.dtype(bool)),
                               np.dtype(bool))
+        better = present(better)
         self._acc_store(b, self.acc, b.select(better, v, best))
         b.store(b.select(better, at, b.load(self.accpos)), self.accpos)
         first = b.load(self.accfirst)
-        b.store(b.select(b.icmp_signed("<", first, c(0)), at, first), self.accfirst)
+        b.store(b.select(present(b.icmp_signed("<", first, c(0))), at, first), self.accfirst)
 
     def _arg_position(self):
         """The best value's position: the first NaN's, else the last strictly better one's,
@@ -149,7 +155,7 @@ class NestReduce:
             identity and is not counted)."""
             v = self._values(addr)[0]
             if self.arg:
-                self._arg_combine(v)
+                self._arg_combine(v, ok)
             else:
                 if ok is not None:
                     one = self.em.const(self.out_dts[0], self.red.identity(self.out_dts[0]))
@@ -161,9 +167,11 @@ class NestReduce:
         if not masks:
             fold()
             return
-        if self._numbers_only() and not self.arg:
+        if self._numbers_only() and not (self.arg and self.bad is not None):
             # no branch on the present byte (a loop that vectorizes): a missing value's
-            # bytes are numbers
+            # bytes are numbers. (An arg-reduction keeps it along a row, where a missing
+            # value skips its four selects: 1.4x faster over (2000, 2000) `?float32`; a
+            # column fold, no flag kept (`self.bad` None), vectorizes without it.)
             ok = self._present(masks)
             fold(ok)
             if self.bad is not None:  # (None: the caller finds it from the count)
