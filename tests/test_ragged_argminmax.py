@@ -333,6 +333,29 @@ def test_a_compiled_arg_reduction_of_numpy_data_is_numpys_scan():
         g(np.zeros(0, np.float32))
 
 
+def test_arg_reductions_along_the_first_axis_of_numpy_data_fold_by_columns():
+    """Along the first axis of enough rows read along, the loop nest folds blocks of
+    columns on every thread (NumPy walks each column: one value per row); NumPy's positions
+    (the first NaN, ties), every form of call. A column-major array stays NumPy's."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-5, 5, (600, 300)).astype(np.float32)
+    x[rng.random(x.shape) < 0.001] = np.nan
+    for op in ("argmax", "argmin"):
+        for keepdims in (False, True):
+            want = getattr(np, op)(x * 2, axis=0, keepdims=keepdims)
+            e = getattr(lazyk, op)(lazyk.array(x) * 2, axis=0, keepdims=keepdims)
+            assert "fold0" in lazyk.explain(e)
+            f = lazyk.compile(getattr(lazyk, op)(lazyk.placeholder("p", "N * M * float32") * 2,
+                                                 axis=0, keepdims=keepdims))
+            for got in (e.eval(), lazyk.evaluate(e), f(x)):
+                got = np.asarray(got)
+                assert got.dtype == np.int64
+                np.testing.assert_array_equal(got, want)
+        e = getattr(lazyk, op)(lazyk.array(np.asfortranarray(x)), axis=0)
+        assert f"NumPy's {op}" in lazyk.explain(e)
+        np.testing.assert_array_equal(np.asarray(e.eval()), getattr(np, op)(x, axis=0))
+
+
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_a_bound_arg_reduction_over_an_empty_axis_raises_as_the_call(op):
     """`bind()` of a compiled argmax over an empty fixed axis whose result is not empty
