@@ -20,7 +20,7 @@ from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, offsets_of, ranges
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite
+from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
@@ -81,15 +81,8 @@ def _fixed_last(expr):
     env, moved = dict(expr.env), []
 
     def fixed(node):
-        if node.op not in ("subtract", "multiply") or len(node.srcs) != 2:
-            return None
-        r, z = node.srcs
-        inner = z.srcs[0] if z.op == "astype" and z.srcs else z
-        v = leaf_data(env[inner.arg]) if inner.op == "input" and inner.arg in env else None
-        if not isinstance(v, np.ndarray) or v.dtype != np.bool_ or \
-                not bool(np.all(v == (node.op == "multiply"))):
-            return None
-        return r, v.shape
+        row = _fixed_row(node, env)
+        return None if row is None else (node.srcs[0], row.shape)
 
     def visit(node, srcs):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
@@ -136,8 +129,9 @@ def _parts_first(expr, where_only: bool, dropped: set):
         for i, src in enumerate(new):
             meets = where_only or any(s.ndim for j, s in enumerate(new) if j != i)
             if combines(src) and meets and src not in dropped:
-                value = evaluate_nest(Expr(src, env), dropped)
-                if value.type.missing_fixed_rows:
+                part = Expr(src, env)
+                value = None if _fixed_rows_only(part) else evaluate_nest(part, dropped)
+                if value is None or value.type.missing_fixed_rows:
                     dropped.add(src)  # `?n` rows: no leaf the nest reads (one nest pairs)
                     continue
                 leaf = as_expr(value)
@@ -149,6 +143,33 @@ def _parts_first(expr, where_only: bool, dropped: set):
         return node.replace(srcs=tuple(new)) if new != list(node.srcs) else node
     root = rewrite(expr.node, visit)
     return Expr(root, env) if done else None
+
+
+def _fixed_rows_only(part) -> bool:
+    """Whether `part`'s type has `?n` rows and it reads no var rows: every leaf read with
+    var rows is a `?n` operand (read as `x - 0` / `x * True` of a bool row, `_fixed_last`).
+    Its value then has `?n` rows too, known without computing it (a var operand's rows
+    could make them var)."""
+    if not part.type.missing_fixed_rows:
+        return False
+    for node in toposort(part.node):
+        for i, src in enumerate(node.srcs):
+            if src.op == "input" and None in src.shape and not (
+                    i == 0 and _fixed_row(node, part.env) is not None):
+                return False
+    return part.node.op != "input"
+
+
+def _fixed_row(node, env):
+    """The bool row of zeros / ones where `node` is `x - 0` / `x * True` of x and that row
+    (how a `?n` operand reads, `lazyk.frontend.expr`), else None."""
+    if node.op not in ("subtract", "multiply") or len(node.srcs) != 2:
+        return None
+    z = node.srcs[1]
+    z = z.srcs[0] if z.op == "astype" and z.srcs else z
+    v = leaf_data(env[z.arg]) if z.op == "input" and z.arg in env else None
+    return v if isinstance(v, np.ndarray) and v.dtype == np.bool_ and \
+        bool(np.all(v == (node.op == "multiply"))) else None
 
 
 def _evaluate_nest(expr):
