@@ -4,9 +4,10 @@
 inputs against the parameter types, `fast_calls` runs the one-kernel path and its native guards.
 
 Ragged and missing data run in one loop nest: `nest_steps` is the entry (and the forms run in
-two steps), `nest_run` runs the count, check and fill passes over `nest_plan`'s operands,
-`nest_structure` plans from the expression's structure (cached), `nest_results` builds the
-result arrays, `nest_totals` runs reductions over every axis.
+two steps, their results rebuilt by `nest_rebuild`), `nest_run` runs the count, check and
+fill passes over `nest_plan`'s operands, `nest_structure` plans from the expression's
+structure (cached), `nest_results` builds the result arrays, `nest_totals` runs reductions
+over every axis.
 
 Imports every earlier stage.
 """

@@ -6,18 +6,16 @@ a fixed dim, `?0` too) and a missing row folded along its own axis above fixed d
 elementwise part first (`_rows_first`); so do folds over missing rows at several levels
 (`var * ?var * ?var * T`, `?var` with `?n`), each missing row filled at once
 (`_filled_first`); their results are rebuilt with NumPy over offsets and present flags
-(`_rebuild`, `nest_results.fixed_rows`), never per row in Python. where()
+(`rebuild`, `nest_results.fixed_rows`), never per row in Python. where()
 operands that combine a missing row with other rows are computed first (`_parts_first`).
 What the nest does not take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
 import numpy as np
 
-from lazyk.arrays.array import array, masked
-from lazyk.arrays.buffers import offsets_array
-from lazyk.arrays.columns import columns
-from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, offsets_of, ranges
-from lazyk.codegen.levels import FIXED, VAR
+from lazyk.arrays.array import masked
+from lazyk.arrays.trees import ranges
+from lazyk.codegen.levels import VAR
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
@@ -25,12 +23,17 @@ from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.reductions import reduce
-from lazyk.runtime.nest_plan import positions
-from lazyk.runtime.nest_results import fixed_rows, nest_result, rows_of, tree_array
+from lazyk.runtime.nest_rebuild import (
+    drop_rows,
+    leaf_values,
+    level_counts,
+    missing_as_values,
+    rebuild,
+)
+from lazyk.runtime.nest_results import fixed_rows, nest_result
 from lazyk.runtime.nest_run import nest_run
 from lazyk.runtime.nest_select import evaluate_picks, has_picks
 from lazyk.runtime.ragged_rules import branch_masks, inline_reductions, one_leaf_per_array, selects
-from lazyk.types import FixedDim
 
 
 def evaluate_nest(expr, dropped: set | None = None):
@@ -243,40 +246,40 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
         return _filled_first(got, red_node, reduce_arg)  # missing rows at several levels
     if dims[-1] is VAR:
         rows = validity[last]
-        off, vals, ok = _missing_as_values(values, flags, rows, offsets[last])
+        off, vals, ok = missing_as_values(values, flags, rows, offsets[last])
         new = {**offsets, last: off}
-        inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+        inner = nest_result(vals, ok, dims, new, level_counts(dims, new))
     else:
         rows = present[last].astype(bool)
         ok = np.repeat(rows, int(dims[-1]))
         inner = nest_result(values, ok if flags is None else ok & flags, dims, offsets,
-                            _counts(dims, offsets))
+                            level_counts(dims, offsets))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     axes = tuple(reduce_arg[1])
     if axes == (last,):  # a missing row reduced along its own axis: missing
-        return _rebuild(got, leaf=lambda v, m: masked(v, rows if m is None else m & rows))
+        return rebuild(got, leaf=lambda v, m: masked(v, rows if m is None else m & rows))
     skipna = len(reduce_arg) > 3 and reduce_arg[3]
     if last in axes and (skipna or dims[-1] != 0):
         return got  # one value per group: missing values do the work
     if last in axes:  # `?0` rows hold no missing value: the groups that fold one, missing
-        flags_of = nest_result(~rows, None, dims[:-1], offsets, _counts(dims[:-1], offsets))
-        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes[:-1])))
+        flags_of = nest_result(~rows, None, dims[:-1], offsets, level_counts(dims[:-1], offsets))
+        hit = leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes[:-1])))
         if not got.type.dims:  # one value
             v = got.to_list()
             return masked(np.asarray(0 if v is None else v, red_node.dtype),
                           np.asarray(v is not None and not hit[0]))
-        return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
+        return rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     if skipna and dims[-1] is not VAR:
         return got  # rows of n skipped values
     # which result rows fold a missing row (or only missing rows): the same fold over the
     # dims above the rows, in the nest, of one flag per row
     flags_of = nest_result(rows if skipna else ~rows, None, dims[:-1], offsets,
-                           _counts(dims[:-1], offsets))
-    hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes)))
+                           level_counts(dims[:-1], offsets))
+    hit = leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes)))
     if dims[-1] is not VAR:
         return fixed_rows(got, {len(got.type.dims) - 1: ~hit})
-    return _rebuild(got, rows=lambda off: (~hit if skipna else hit, not skipna))
+    return rebuild(got, rows=lambda off: (~hit if skipna else hit, not skipna))
 
 
 def _middle_first(parts, red_node, reduce_arg, q: int):
@@ -325,7 +328,7 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
         values.dtype)
     if flags is not None:
         ok &= flags[np.maximum(src, 0)] if len(flags) else ok
-    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    inner = nest_result(vals, ok, dims, new, level_counts(dims, new))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     kept = [k for k in range(len(dims)) if k not in axes]
@@ -353,20 +356,20 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
                     (lo * int(dims[j]), hi * int(dims[j]))
             mine = rows & (hi > lo)
         flags_of = nest_result(mine if skipna else ~rows, None, dims[:q], offsets,
-                               _counts(dims[:q], offsets))
+                               level_counts(dims[:q], offsets))
         above = tuple(a for a in axes if a < q)
-        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=above)))
+        hit = leaf_values(evaluate_nest(reduce("any", flags_of, axis=above)))
         hit = ~hit if skipna else hit
     if k is None:  # one value per row: missing where the row is
-        return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
+        return rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     p = k if keep else len([j for j in kept if j < k])
     if v is not None:  # rows at v of the groups with only missing rows: emptied
         m = int(np.prod([int(dims[j]) for j in kept if k <= j < v], dtype=np.int64))
-        return _drop_rows(got, v if keep else len([j for j in kept if j < v]),
+        return drop_rows(got, v if keep else len([j for j in kept if j < v]),
                           np.repeat(hit, m), mark=False)
     if dims[k] is not VAR:
         return fixed_rows(got, {p: (~hit).astype(np.uint8)})
-    return _drop_rows(got, p, hit, mark=first or not skipna)
+    return drop_rows(got, p, hit, mark=first or not skipna)
 
 
 def _filled_first(parts, red_node, reduce_arg):
@@ -417,7 +420,7 @@ def _filled_first(parts, red_node, reduce_arg):
         ok &= flags[s]
     elif flags is None and not validity and not present:  # plain values (an
         ok = None  # empty min / max is then NumPy's error, as over the rows themselves)
-    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    inner = nest_result(vals, ok, dims, new, level_counts(dims, new))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
 
@@ -425,9 +428,9 @@ def _filled_first(parts, red_node, reduce_arg):
         """One flag per row at level j, folded with `any` over the axes above j."""
         if j == 0:
             return np.asarray(rows, bool)
-        f = nest_result(np.asarray(rows, bool), None, dims[:j], new, _counts(dims[:j], new))
+        f = nest_result(np.asarray(rows, bool), None, dims[:j], new, level_counts(dims[:j], new))
         above = tuple(a for a in axes if a < j)
-        return np.asarray(_leaf_values(evaluate_nest(reduce("any", f, axis=above))
+        return np.asarray(leaf_values(evaluate_nest(reduce("any", f, axis=above))
                                        if above else f), bool)
     kept = [k for k in range(len(dims)) if k not in axes]
     marks, empties = {}, {}  # by kept level (None: the values)
@@ -448,78 +451,16 @@ def _filled_first(parts, red_node, reduce_arg):
             got = masked(np.asarray(0 if v is None else v, red_node.dtype),
                          np.asarray(v is not None and not hit[0]))
         else:
-            got = _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
+            got = rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     for j in sorted(set(marks) | set(empties), reverse=True):
         p = j if keep else len([i for i in kept if i < j])
         if j in empties:
-            got = _drop_rows(got, p, empties[j], mark=False)
+            got = drop_rows(got, p, empties[j], mark=False)
         if j in marks and dims[j] is VAR:
-            got = _drop_rows(got, p, marks[j], mark=True)
+            got = drop_rows(got, p, marks[j], mark=True)
         elif j in marks:
             got = fixed_rows(got, {p: (~marks[j]).astype(np.uint8)})
     return got
-
-
-def _drop_rows(result, p: int, drop, mark: bool):
-    """`result` with its rows at var level p emptied where `drop` is True, and missing
-    there when `mark` (a `?var` dim): NumPy over the offsets, no Python per row."""
-    top = isinstance(result.type, FixedDim)
-    tree = columns(result if top else result[None])
-    p += not top
-
-    def walk(node, level):
-        if isinstance(node, Masked) and not isinstance(node.child, Leaf):
-            valid, lst = node.present, node.child
-        else:
-            valid, lst = None, node
-        if level < p:
-            inner = Lists(lst.offsets, walk(lst.child, level + 1)) if isinstance(lst, Lists) \
-                else Regular(lst.size, walk(lst.child, level + 1), lst.count)
-            return inner if valid is None else Masked(valid, inner)
-        off = lst.offsets
-        lens = np.where(drop, 0, np.diff(off))
-        inner = Lists(offsets_of(lens), lst.child.take(ranges(off[:-1], lens)))
-        if mark:
-            valid = ~drop if valid is None else valid & ~drop
-        return inner if valid is None else Masked(valid, inner)
-    return _built(walk(tree, 1), result.type.size if top else 1, None if top else ())
-
-
-def _built(tree, count: int, outer):
-    """`tree_array` of a columns tree that may hold `?n` rows (an option over fixed rows):
-    those become its marks."""
-    marks = {}
-
-    def strip(node, level):
-        if isinstance(node, Leaf) or isinstance(node, Masked) and isinstance(node.child, Leaf):
-            return node
-        if isinstance(node, Masked) and isinstance(node.child, Regular):
-            marks[level] = node.present
-            return strip(node.child, level)
-        if isinstance(node, Masked):
-            return Masked(node.present, strip(node.child, level))
-        if isinstance(node, Regular):
-            return Regular(node.size, strip(node.child, level + 1), node.count)
-        return Lists(node.offsets, strip(node.child, level + 1))
-    return tree_array(strip(tree, 1), count, outer, marks)
-
-
-def _missing_as_values(values, flags, rows, starts, blk: int = 1) -> tuple:
-    """Each missing row (`rows` False) of a level with row offsets `starts` as one element
-    of missing values (`blk` values under each element): (the new offsets, values, present
-    flags), gathered with NumPy."""
-    lens = np.where(rows, np.diff(starts), 1)
-    off = np.zeros(len(lens) + 1, np.int64)
-    np.cumsum(lens, out=off[1:])
-    seg = np.repeat(np.arange(len(lens)), lens)
-    old = starts[seg] + np.arange(int(off[-1])) - off[seg]
-    old = (old[:, None] * blk + np.arange(blk)).reshape(-1)
-    ok = np.repeat(rows[seg], blk)
-    vals = np.zeros(len(ok), values.dtype)
-    vals[ok] = values[old[ok]]
-    if flags is not None:
-        ok[ok] = flags[old[ok]]
-    return off, vals, ok
 
 
 def _own_axis_first(parts, red_node, reduce_arg):
@@ -536,9 +477,9 @@ def _own_axis_first(parts, red_node, reduce_arg):
         return _middle_first(parts, red_node, reduce_arg, a)
     blk = int(np.prod(below, dtype=np.int64))
     rows = validity[a]
-    off, vals, ok = _missing_as_values(values, flags, rows, offsets[a], blk)
+    off, vals, ok = missing_as_values(values, flags, rows, offsets[a], blk)
     new = {**offsets, a: off}
-    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    inner = nest_result(vals, ok, dims, new, level_counts(dims, new))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     return fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})
@@ -565,57 +506,6 @@ def _present_rows_only(parts, red_node, rows):
     dims = [int(rows.sum()), *dims[1:]]
     # values with a mask, as the other forms fold (the result type follows the missing rows)
     ok = np.ones(len(src), bool) if flags is None else flags[src]
-    inner = nest_result(values[src], ok, dims, new, _counts(dims, new))
+    inner = nest_result(values[src], ok, dims, new, level_counts(dims, new))
     e = as_expr(inner)
     return evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
-
-
-def _counts(dims, offsets) -> list:
-    """How many elements each level of a nest result over `dims` has (`nest_result`'s xs)."""
-    lv = [VAR if d is VAR else FIXED for d in dims]
-    sz = [0 if d is VAR else int(d) for d in dims]
-    return positions(sz[0] if lv[0] is FIXED else 1, lv, sz, offsets, len(dims))
-
-
-def _leaf_values(result) -> np.ndarray:
-    """The values of a nest result without missing values, in order (no copy of rows)."""
-    if not result.type.dims:
-        return np.asarray(result.to_numpy()).reshape(1)
-    tree = columns(result if isinstance(result.type, FixedDim) else result[None])
-    while not isinstance(tree, Leaf):
-        tree = tree.child
-    return tree.values
-
-
-def _rebuild(result, rows=None, leaf=None):
-    """`result` rebuilt with NumPy over its offsets (no Python per row): `rows(offsets)`
-    gives (drop, mark) for the rows of its last dim when that is var over values (those
-    rows emptied, and missing when `mark`); `leaf(values, mask)` builds its values."""
-    top = isinstance(result.type, FixedDim)
-    tree = columns(result if top else result[None])
-
-    def values(node):
-        mask, x = node.unwrap()
-        return leaf(x.values, mask) if leaf else array(x.values) if mask is None else \
-            masked(x.values, mask)
-
-    def build(node, count, outer=None):  # count: the elements `node` describes
-        if isinstance(node.unwrap()[1], Leaf):
-            return values(node)
-        if isinstance(node, Regular):
-            return rows_of(build(node.child, count * node.size), count, node.size)
-        valid, lists = node.unwrap()
-        off, child = lists.offsets, lists.child
-        if rows is None or not isinstance(child.unwrap()[1], Leaf):
-            return offsets_array(off, build(child, int(off[-1])), valid, outer=outer,
-                                 check=None)
-        # the last dim: drop its rows' values where `rows` says
-        drop, mark = rows(off)
-        lens = np.where(drop, 0, np.diff(off))
-        new, idx = offsets_of(lens), ranges(off[:-1], lens)
-        kept = Masked(child.present[idx], Leaf(child.child.values[idx])) \
-            if isinstance(child, Masked) else Leaf(np.ascontiguousarray(child.values[idx]))
-        if mark:
-            valid = ~drop if valid is None else valid & ~drop
-        return offsets_array(new, values(kept), valid, outer=outer, check=None)
-    return build(tree, result.type.size if top else 1, None if top else ())
