@@ -128,3 +128,25 @@ def rebuild(result, rows=None, leaf=None):
             valid = ~drop if valid is None else valid & ~drop
         return offsets_array(new, values(kept), valid, outer=outer, check=None)
     return build(tree, result.type.size if top else 1, None if top else ())
+
+
+def present_slots(dims, offsets, validity, present) -> np.ndarray:
+    """The positions, in order, of the values of a nest result (over `dims`, with the row
+    `offsets` of its var levels) that lie under no missing row: `validity` the present rows
+    of its `?var` levels, `present` the present bytes of its `?n` levels (the n slots of a
+    missing `?n` row hold no value of the flattened array)."""
+    src = np.zeros(1, np.int64)  # the rows of the level, by their index in the result
+    for k, d in enumerate(dims):
+        real = np.ones(len(src), bool)
+        if k in validity:
+            real &= np.asarray(validity[k], bool)[src]
+        if k in present:
+            real &= np.asarray(present[k])[src] != 0
+        src = src[real]
+        if d is VAR:
+            o = offsets[k]
+            src = ranges(o[src], o[src + 1] - o[src])
+        else:
+            n = int(d)
+            src = (src[:, None] * n + np.arange(n)).reshape(-1)
+    return src

@@ -21,13 +21,14 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.frontend.reductions import reduce
 from lazyk.runtime.nest_rebuild import (
     drop_rows,
     leaf_values,
     level_counts,
     missing_as_values,
+    present_slots,
     rebuild,
 )
 from lazyk.runtime.nest_results import fixed_rows, nest_result
@@ -234,6 +235,14 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
         return None
     values, flags, dims, offsets, validity, present = got
     last = len(dims) - 1
+    if reduce_arg[0] in ARG_REDUCTIONS and len(reduce_arg[1]) == len(dims):
+        # positions in the flattened values, where a missing row holds none (not its n
+        # slots of a `?n` row): the fold of the present rows' values, in order
+        src = present_slots(dims, offsets, validity, present)
+        shape = (1,) * last + (len(src),)
+        ok = np.ones(len(src), bool) if flags is None else flags[src]
+        e = as_expr(masked(values[src].reshape(shape), ok.reshape(shape)))
+        return evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
         done = _own_axis_first(got, red_node, reduce_arg)
         return done if done is not None else _filled_first(got, red_node, reduce_arg)
