@@ -16,7 +16,7 @@ from lazyk.arrays import memory
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.frontend.leaves import RaggedLeaf
 from lazyk.kernel import nest as nest_kernel
-from lazyk.runtime import nest_plan
+from lazyk.runtime import nest_plan, nest_threads
 from tests import ragged_reference as R
 from tests.ragged_strategies import ragged
 from tests.test_ragged_onepath import check
@@ -149,7 +149,7 @@ def test_part_searches_in_numpy_are_the_bisection(monkeypatch, threads):
         off = np.zeros(n + 1, np.int64)
         np.cumsum(rng.integers(0, 30, n), out=off[1:])
         for rl, upto in (((FIXED, VAR), 2), ((FIXED, VAR), 1), ((FIXED,), 1)):
-            fast = nest_plan._weight(list(rl), [n, 0][:len(rl)], {1: off}, upto)
+            fast = nest_threads._weight(list(rl), [n, 0][:len(rl)], {1: off}, upto)
             assert hasattr(fast, "starts") or hasattr(fast, "rows")
 
             def plain(r, rl=rl, upto=upto):

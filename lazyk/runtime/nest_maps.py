@@ -21,10 +21,10 @@ from lazyk.runtime.nest_plan import (
     flat_items,
     kinds_of,
     nest_operand,
-    nest_parts,
     nest_plan,
     nest_words,
 )
+from lazyk.runtime.nest_threads import nest_parts
 from lazyk.runtime.ragged_rules import RECORDERS, one_leaf_per_array
 
 _LEAVES = ("input", "scalar", "const")

@@ -1,7 +1,7 @@
 """How the loop nest reads its operands (`codegen.nest`): each leaf described per dim
 (fixed: size and stride; var / `?var`: the arrmeta words of its rows), the result levels
-and each operand's kind at each level, the kernel data words, and the split of level-0 rows
-across threads by content. Forms that need no count pass are found here too: `N * var`
+and each operand's kind at each level, the kernel data words (the split of level-0 rows
+across threads: `nest_threads`). Forms that need no count pass are found here too: `N * var`
 rows of one offsets array (`offsets_rows`) and a last-axis reduction of `N * var * var`
 rows that follow each other, which runs over the inner rows as `M * var` (`flat_rows`).
 An array's checked operand is reused while its memory is open (`nest_operand`), and the
@@ -18,20 +18,16 @@ from lazyk.arrays import memory
 from lazyk.arrays.arrmeta import FixedWords, RowsWords, dims_words
 from lazyk.arrays.memory import view
 from lazyk.arrays.trees import rising
-from lazyk.backend.threads import parts_for
 from lazyk.codegen.levels import (
     FIXED,
     VAR,
     WORDS,
     FixedDimData,
-    Fold,
     Gathered,
     Pick,
     PickDimData,
-    Reduce,
     Rows,
     RowsData,
-    Scan,
     Strided,
     operand_level,
 )
@@ -39,9 +35,7 @@ from lazyk.codegen.nest import nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, text_rows
 from lazyk.frontend.ops import BYTES, STRING
-from lazyk.kernel import nest as nest_kernel
 from lazyk.kernel.flat import data_pointer
-from lazyk.kernel.nest import split as nest_split
 from lazyk.lru import Memo
 from lazyk.runtime.rows import check_extent
 from lazyk.types import Option, Scalar
@@ -292,15 +286,9 @@ def _with_rows(level, rows):
     return replace(level, inner=rows) if isinstance(level, (Pick, Gathered)) else rows
 
 
-def _plain_rows(level) -> bool:
+def plain_rows(level) -> bool:
     """Var rows of plain indices: neither a stepping view's nor `?var`."""
     return type(level) is Rows and not level.stepping
-
-
-def _weighing_rows(level) -> bool:
-    """Var rows of plain indices, read as rows or at a tuple level (the split weighs the
-    items: the work of a row's tuples grows with them)."""
-    return _plain_rows(level.inner if isinstance(level, Pick) else level)
 
 
 def positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
@@ -333,7 +321,7 @@ def flat_rows(ops_, levels, kinds, sizes):
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if not kd[0].moves and not kd[1].moves:
             continue
-        if kd[0] != STRIDED or not _plain_rows(kd[1]):
+        if kd[0] != STRIDED or not plain_rows(kd[1]):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         r = o.dims[1]
@@ -384,7 +372,7 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if not kd[0].moves and not kd[1].moves:
             continue
-        if kd[0] != STRIDED or not _plain_rows(kd[1]):
+        if kd[0] != STRIDED or not plain_rows(kd[1]):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         r = o.dims[1]
@@ -428,7 +416,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
     for o, kd in zip(ops_, kinds):
         if not kd[1].rows or isinstance(kd[1], Gathered):  # (read at positions, not paired)
             continue
-        if kd[0] != STRIDED or not _plain_rows(kd[1]):
+        if kd[0] != STRIDED or not plain_rows(kd[1]):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         width, delta = o.dims[1].width, o.dims[1].stop_delta
@@ -478,108 +466,6 @@ def nest_words(levels, sizes, sel, kinds):
     return words, lay
 
 
-def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
-    """(lo, hi, first output, {var level: first row}) per thread, level-0 rows split by
-    content (offsets are content prefix sums: a bisection, no pass over the rows). `offsets`
-    and `rvar` count result levels; `res` gives their levels in the nest."""
-    nres = len(res)
-    if isinstance(mode, Fold) and mode.splits_columns(levels, kinds):
-        # parts: ranges of columns, one per thread (each folds every row: a narrow range
-        # reads short runs of each row)
-        bounds = nest_split(sizes[-1], sizes[-1], None, int(np.prod(sizes[:-1])) * len(sel), 1)
-        return [(lo, hi, 0, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    if levels[0] is not FIXED or not nres or res[0] != 0 or \
-            (isinstance(mode, (Reduce, Scan)) and len(levels) < 2):
-        # level 0 is not split (a scan of one level runs along it)
-        return [(0, n0, 0, {res[p]: 0 for p in rvar})]
-    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
-    if isinstance(mode, Reduce) and not rvar and len(levels) == 2:
-        if one_part(sel, kinds, n0):
-            return [(0, n0, 0, {})]
-        before = index_weight(sel, kinds, n0)  # one result per row: weigh by content
-        if before is not None:  # (result position = row)
-            bounds = nest_split(n0, before(n0), before, len(sel))
-            return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    before = _weight(rl, rs, offsets, nres)
-    tail = res[-1] + 1  # (a result element folds fixed rows: the split weighs their values)
-    each = int(np.prod(sizes[tail:])) if all(lv is FIXED for lv in levels[tail:]) else 1
-    bounds = nest_split(n0, before(n0), before, len(sel) * max(each, 1))
-    parts = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        xs = positions(lo, rl, rs, offsets, nres)
-        parts.append((lo, hi, xs[-1], {res[p]: (xs[p - 1] if p else 0) for p in rvar}))
-    return parts
-
-
-def count_parts(levels, sizes, offsets, rvar, res, p, n0, sel, kinds):
-    """Parts of the count pass of result var level `p`, level-0 rows split by how many
-    level-`p` rows they hold (known from the fixed sizes and the levels counted before), or
-    for the first level by the content of the first var operand (the items the pass reads)."""
-    counted = [q for q in rvar if q <= p]
-    if levels[0] is not FIXED or not p or res[0] != 0:
-        return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
-    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
-    before = _weight(rl, rs, offsets, p)  # level-p rows before level-0 row r
-    if getattr(before, "rows", False) and not one_part(sel, kinds, n0):
-        before = index_weight(sel, kinds, n0) or before
-    bounds = nest_split(n0, before(n0), before, len(sel))
-    parts = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        xs = positions(lo, rl, rs, offsets, p)
-        parts.append((lo, hi, 0, {res[q]: (xs[q - 1] if q else 0) for q in counted}))
-    return parts
-
-
-def _weight(rl, rs, offsets: dict, upto: int):
-    """`before(r)` for `nest_kernel.split`: level-(upto - 1) iterations before level-0 row r
-    (`positions`). Where that is the row itself or one offsets entry, the split searches
-    in NumPy (`starts`, `rows`) instead of bisecting in Python."""
-    def before(r):
-        return positions(r, rl, rs, offsets, upto)[-1]
-    if rl[0] is FIXED and upto == 1:
-        before.rows = True
-    elif rl[0] is FIXED and upto == 2 and rl[1] is VAR:
-        before.starts, before.base = offsets[1][:-1], 0
-    return before
-
-
-def one_part(sel, kinds, n0) -> bool:
-    """Whether `nest_kernel.split` would give one part over `index_weight`: one thread, or
-    the operand it weighs holds too few values to split (its arrmeta's `length` bounds the
-    content of its valid rows, and the kernel refuses others); no index is read."""
-    if nest_kernel.get_num_threads() == 1:  # (what `split` reads, at call time)
-        return True
-    for o, kind in zip(sel, kinds):
-        if kind[0] == STRIDED and _weighing_rows(kind[1]) and o.dims[0].size == n0:
-            return n0 > 0 and o.dims[0].stride > 0 and parts_for(
-                o.dims[1].length * len(sel), nest_kernel.MIN_PART, 2) == 1
-    return False
-
-
-def index_weight(sel, kinds, n0):
-    """Content before level-0 row r of the first var operand at level 1 (its start index;
-    a bad index only unbalances the split: the kernel checks every row)."""
-    for o, kind in zip(sel, kinds):
-        # (an operand of its own level-0 size: a broadcast one has fewer index entries)
-        if kind[0] == STRIDED and _weighing_rows(kind[1]) and o.dims[0].size == n0:
-            width, delta = o.dims[1].width, o.dims[1].stop_delta
-            stride = o.dims[0].stride
-            if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
-                return None
-            # the start indices and the last stop: bytes the nest reads too
-            dt = np.int32 if width == 4 else np.int64
-            starts = view(o.ptr, (n0,), (stride,), dt, None, True)
-            last = o.ptr + (n0 - 1) * stride + delta
-            s0, end = int(starts[0]), int(view(last, (), (), dt, None, True))
-
-            def before(r):
-                return (int(starts[r]) if r < n0 else end) - s0
-            if stride == width:  # contiguous: `nest_kernel.split` searches them in NumPy
-                before.starts, before.base = starts, s0
-            return before
-    return None
-
-
 def row_signature(o, kind, k: int, nlev: int):
     """Which rows operand `o` reads at nest level k (None: it reads none there): its row
     indices' address and the dims above (equal signatures: the same rows)."""
@@ -590,4 +476,3 @@ def row_signature(o, kind, k: int, nlev: int):
     inner = d.inner if isinstance(d, PickDimData) else d
     return (o.ptr, tuple(o.dims[:k - lead]), inner.width, inner.stop_delta,
             getattr(kind, "tuples", None))
-

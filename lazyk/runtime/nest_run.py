@@ -51,11 +51,9 @@ from lazyk.frontend.spec import format_spec
 from lazyk.kernel.flat import data_pointer
 from lazyk.runtime.nest_plan import (
     NestOperand,
-    count_parts,
     flat_items,
     flat_rows,
     nest_operand,
-    nest_parts,
     nest_plan,
     nest_words,
     offsets_rows,
@@ -63,6 +61,7 @@ from lazyk.runtime.nest_plan import (
 )
 from lazyk.runtime.nest_results import fixed_rows, nest_reduced, nest_result, row_path
 from lazyk.runtime.nest_structure import prepared_plan
+from lazyk.runtime.nest_threads import count_parts, nest_parts
 from lazyk.runtime.nest_totals import all_total, fold_parts, nest_all
 from lazyk.runtime.ragged_rules import RECORDERS, branch_masks
 

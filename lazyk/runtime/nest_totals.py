@@ -12,8 +12,9 @@ from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import get_num_threads, nest_kernel
 from lazyk.kernel.nest import split as nest_split
-from lazyk.runtime.nest_plan import index_weight, nest_words, one_part
+from lazyk.runtime.nest_plan import nest_words
 from lazyk.runtime.nest_results import nest_reduced, nest_result
+from lazyk.runtime.nest_threads import index_weight, one_part
 from lazyk.runtime.ragged_rules import RECORDERS
 
 
