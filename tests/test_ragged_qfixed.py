@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 
+import awkward as ak
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,8 @@ from tests.test_ragged_today import LAZYK_REDUCERS, RA, L, check
 
 # `?n` dims under fixed and var dims, over and under other dims
 QFIXED = ("N * ?2 * T", "N * ?0 * T", "2 * var * ?3 * T", "N * ?2 * var * T",
-          "N * var * ?2 * T", "2 * ?2 * 3 * T", "N * ?2 * ?var * T")
+          "N * var * ?2 * T", "2 * ?2 * 3 * T", "N * ?2 * ?var * T",
+          "N * ?1 * T", "2 * var * ?1 * T", "N * ?1 * var * T")  # (a fixed 1 there too)
 
 
 def _ok(ref, got):
@@ -53,7 +55,7 @@ def test_missing_rows_against_a_fixed_dim_as_operands(pair, op):
 
 
 @settings(max_examples=12, deadline=None)
-@given(S.ragged(layouts=("N * ?2 * T", "2 * var * ?3 * T", "N * ?2 * var * T"),
+@given(S.ragged(layouts=("N * ?2 * T", "2 * var * ?3 * T", "N * ?2 * var * T", "N * ?1 * T"),
                 dtypes=("float64", "int64")), st.sampled_from(["cond", "branch", "both"]))
 def test_where_over_missing_rows_against_a_fixed_dim(case, which):
     t, d = case
@@ -73,7 +75,7 @@ def test_where_over_missing_rows_against_a_fixed_dim(case, which):
 
 
 @settings(max_examples=20, deadline=None)
-@given(S.ragged(layouts=("N * ?2 * T",), dtypes=("float64", "int32")),
+@given(S.ragged(layouts=("N * ?2 * T", "N * ?1 * T"), dtypes=("float64", "int32")),
        st.sampled_from(["fixed", "var", "scalar"]), st.data())
 def test_broadcast_against_fixed_and_var_operands(case, kind, data):
     """A NumPy row, a scalar, or var rows of length 0-2 (1 stretches to 2; 0 raises)."""
@@ -243,11 +245,6 @@ def test_nested_where_and_histograms_over_missing_fixed_rows_run_few_nests(monke
     assert len(runs) <= 150  # (before: 22,000 for the first two)
 
 
-@pytest.mark.xfail(strict=True, reason="missing rows of one fixed element (`?1`, the type of "
-                   "the take-back x[argmax(x, axis=1, keepdims=True)] over ?var rows) are read "
-                   "as ?var rows: work over them is typed ?var instead of ?1, and a fold that "
-                   "skips every row of a position gives an empty row instead of one identity "
-                   "(`?2` keeps its fixed dim: [0, 0])")
 def test_missing_rows_of_one_fixed_element_keep_their_fixed_dim():
     b = L("3 * ?1 * int32", [None, [1], None])
     assert str((b * 2).eval().type) == "3 * ?1 * int32"
@@ -279,3 +276,22 @@ def test_where_parts_with_missing_fixed_rows_by_their_types_are_not_computed(mon
     assert len(runs) <= 60  # (before: 858)
     v = L("3 * var * float64", [[1.0, 2.0], [], [3.0]])  # a var operand: computed first
     assert lazyk.where(x + v > 0, x, y).eval().to_list() == [[1.0, 2.0], None, [3.0, 4.0]]
+    # the fixed 1 meets var rows (it stretches: var rows), a fixed 2 (?2) and itself (?1)
+    b = L("3 * ?1 * float64", [None, [1.0], [5.0]])
+    got = (b + L("3 * var * float64", [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]])).eval()
+    assert str(got.type) == "3 * ?var * float64" and got.to_list() == [None, [4.0],
+                                                                        [9.0, 10.0, 11.0]]
+    got = (b + np.array([10.0, 20.0])).eval()
+    assert str(got.type) == "3 * ?2 * float64" and got.to_list() == [None, [11.0, 21.0],
+                                                                      [15.0, 25.0]]
+    got = lazyk.where(b > 2, b, -b).eval()
+    assert str(got.type) == "3 * ?1 * float64" and got.to_list() == [None, [-1.0], [5.0]]
+    got = lazyk.drop_none(b).eval()  # (rows kept natively, then the work over them)
+    assert str(got.type) == "2 * ?1 * float64" and got.to_list() == [[1.0], [5.0]]
+    for c in (b, L("3 * ?2 * float64", [None, [1.0, 3.0], [5.0, 0.0]])):  # kept items: var
+        got = c[c > 2].eval()
+        assert str(got.type) == "3 * ?var * float64"
+        assert got.to_list() == ak.to_list(ak.Array(c.to_list())[ak.Array(c.to_list()) > 2])
+    x = L("4 * ?var * int64", [[3, 1, 2], [], None, [7]])  # the take-back gives ?1 rows
+    got = (x[lazyk.argmax(x, axis=1, keepdims=True)] * 2).eval()
+    assert str(got.type) == "4 * ?1 * ?int64" and got.to_list() == [[6], [None], None, [14]]

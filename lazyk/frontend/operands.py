@@ -133,8 +133,15 @@ def _wrap_ragged(arr: Any) -> Expr:
         e, top = _wrap_ragged(low), builtins.min(sizes)
         fixed = tuple(sizes.get(j, 1) for j in range(top, len(e.node.shape)))
         if e.node.dtype == np.bool_:
-            return e * np.ones(fixed, bool)
-        return e - np.zeros(fixed, bool)  # x - 0 is x, -0.0 and NaN too
+            e = e * np.ones(fixed, bool)
+        else:
+            e = e - np.zeros(fixed, bool)  # x - 0 is x, -0.0 and NaN too
+        if 1 not in sizes.values():
+            return e
+        # a fixed 1 stretches over var rows, so the pairing alone types `?1` dims as var:
+        # its node says the fixed 1 (which the loop nest's plan keeps, `nest_plan`)
+        shape = tuple(1 if sizes.get(j) == 1 else n for j, n in enumerate(e.node.shape))
+        return Expr(e.node.replace(shape=shape), e.env)
     shape, dtype, option = describe_ragged(arr)
     name = _leaf_name(arr)
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})

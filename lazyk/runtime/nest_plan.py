@@ -161,11 +161,12 @@ def _nest_operand(leaf):
                        None if arr.readonly else arr.owner)
 
 
-def nest_plan(ops_, taken=None):
+def nest_plan(ops_, taken=None, shape=()):
     """Result levels (`FIXED` / `VAR`), fixed sizes, and per operand its level class at
     each level (`codegen.levels`). `taken`: per operand None, or (level, spec output): it is
     taken at the positions that output gives there (`Gathered`: its own dim there is
-    read, never paired; the level's extent is the other operands').
+    read, never paired; the level's extent is the other operands'). `shape`: the result's,
+    a dim per level: var rows it types as a fixed 1 are one (`?1` rows: no var rows meet).
     Kept on the first operand for these operands (the operands of an Array are reused:
     `nest_operand`), so a repeated call over the same arrays plans once."""
     first, rest = ops_[0], ops_[1:]
@@ -173,18 +174,20 @@ def nest_plan(ops_, taken=None):
     if plans is None:
         plans = first.plans = Memo(8, "nest plans of an operand")
     taken = tuple(taken) if taken else (None,) * len(ops_)
-    key = (tuple(map(id, rest)), taken)
+    ones = tuple(n == 1 for n in shape)
+    key = (tuple(map(id, rest)), taken, ones)
     got = plans.get(key)
     if got is not None and all(w() is o for w, o in zip(got[0], rest)):
         return got[1], list(got[2]), list(got[3])
-    levels, sizes, kinds = _nest_plan(ops_, taken)
+    levels, sizes, kinds = _nest_plan(ops_, taken, ones)
     plans.put(key, (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds)))
     return levels, sizes, kinds
 
 
-def _nest_plan(ops_, taken):
-    """`nest_plan` without the cache."""
+def _nest_plan(ops_, taken, ones=()):
+    """`nest_plan` without the cache; `ones`: per level, whether `shape` there is 1."""
     nlev = max(len(o.dims) for o in ops_)
+    ones = ones if len(ones) == nlev else (False,) * nlev
     levels, sizes = [], []
     for k in range(nlev):
         ds = [o.dims[k - nlev + len(o.dims)] for o, t in zip(ops_, taken)
@@ -215,7 +218,7 @@ def _nest_plan(ops_, taken):
         if fixed:
             levels.append(FIXED)
             sizes.append(fixed.pop())
-        elif any(d.rows for d in ds):
+        elif any(d.rows for d in ds) and not ones[k]:
             levels.append(VAR)
             sizes.append(0)
         else:

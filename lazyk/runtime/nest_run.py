@@ -194,7 +194,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if picks is not None and (scalar or plan or where_masks):
         return None
     levels, sizes, kinds = flat[2] if flat else \
-        nest_plan(ops_, picks.outputs(names) if picks else None)
+        nest_plan(ops_, picks.outputs(names) if picks else None, () if picks else root.shape)
     nlev = len(levels)
     if len(root.shape) != nlev - scalar + bool(flat):
         return None

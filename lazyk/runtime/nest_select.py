@@ -74,7 +74,7 @@ from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.kept_items import compressed
 from lazyk.runtime.nest_maps import evaluate_together
-from lazyk.runtime.nest_results import fixed_rows
+from lazyk.runtime.nest_results import fixed_rows, var_rows
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.runtime.picks import tuples_at
 from lazyk.runtime.ragged_rules import branch_masks, inline_branches
@@ -169,7 +169,8 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                 f"dim (?n): a missing {one} above a fixed dim of the array, or rows of the "
                 f"array that may be missing where the {what} dim is fixed; the loop nest does "
                 "not write those: replace the missing ones first (lazyk.where)")
-        lone = root.replace(srcs=(_leaf(x, env), _leaf(key, env)))
+        kept = root.op == SELECT_OP  # (a `?n` operand as its `?var` rows: kept items)
+        lone = root.replace(srcs=(_leaf(x, env, kept), _leaf(key, env, kept)))
         if any(s.op != "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
             what = "mask" if root.op == SELECT_OP else "positions"
             tx, tk = Expr(x, env).type, Expr(key, env).type
@@ -407,9 +408,12 @@ def _paired(x: Node, env: dict) -> bool:
         not is_ragged(env[fixed.arg])
 
 
-def _leaf(node: Node, env: dict) -> Node:
-    """`node` as a leaf (computed now unless it is one)."""
-    return node if node.op == "input" else _as_leaf(runtime.evaluate(Expr(node, env)), env)
+def _leaf(node: Node, env: dict, rows: bool = False) -> Node:
+    """`node` as a leaf (computed now unless it is one); `rows`: `?n` rows read as `?var`."""
+    if node.op == "input":
+        return node
+    value = runtime.evaluate(Expr(node, env))
+    return _as_leaf(var_rows(value)[0] if rows and isinstance(value, Array) else value, env)
 
 
 def _as_leaf(value, env: dict) -> Node:
@@ -515,7 +519,9 @@ def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
             return new[id(v)]
         if srcs == v.srcs or v.op in _LEAVES:
             return v
-        return v.replace(srcs=srcs, shape=broadcast_shapes(v.op, [s.shape for s in srcs]))
+        shape = broadcast_shapes(v.op, [s.shape for s in srcs])  # (axis 0: the kept rows)
+        return v.replace(srcs=srcs, shape=tuple(  # (a `?1` dim stays a fixed 1)
+            1 if n is None and was == 1 else n for n, was in zip(shape, v.shape)))
     return rewrite(x, visit)
 
 

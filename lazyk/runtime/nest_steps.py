@@ -101,7 +101,7 @@ def _fixed_last(expr):
         e = e * np.ones(shape, bool) if inner.dtype == np.bool_ else e - np.zeros(shape, bool)
         env.update(e.env)
         moved.append(node)
-        return e.node
+        return e.node.replace(shape=node.shape)  # (`?1` dims: a fixed 1 stays one)
     root = rewrite(expr.node, visit)
     return Expr(root, env) if moved else None
 
