@@ -381,3 +381,31 @@ def test_thread_split_of_count_passes(monkeypatch):
             assert got.to_list() == want
     finally:
         lazyk.set_num_threads(old)
+
+
+def test_min_over_an_empty_row_of_a_skipna_fold_raises_as_over_the_fold_computed_first():
+    """A skipna fold over rows that are all missing gives an empty row, not a missing one
+    (its type has no `?`), so a min / max over that row has no value to give and no None
+    either: the ValueError naming the row, as over the fold's result computed first and
+    as the reference (Awkward's None: values that may be missing, or `initial=`)."""
+    x = lazyk.array([None, [[0], [None]]], type="2 * ?var * 1 * ?int32")
+    t = lazyk.array([None, None], type="2 * ?var * 1 * uint8")
+    inner = lazyk.prod(lazyk.maximum(-x, t), axis=0, keepdims=True, skipna=True)
+    assert str(inner.type) == "1 * var * 1 * int64" and inner.eval().to_list() == [[]]
+    rx = R.elementwise("maximum", R.elementwise("negative", R.array(x.to_list(), str(x.type))),
+                       R.array(t.to_list(), str(t.type)))
+    rin = R.reduce("prod", rx, axis=0, keepdims=True, skipna=True)
+    assert str(rin.type) == "1 * var * 1 * int64" and rin.data == [[]]
+    with pytest.raises(ValueError, match="zero-size"):
+        R.reduce("min", rin, axis=(0, 1), skipna=True)
+    for op in ("min", "max"):
+        for of in (inner, inner.eval(), inner + 0):
+            e = getattr(lazyk, op)(of, axis=(0, 1), skipna=True)
+            assert str(e.type) == "1 * int64"
+            for run in (e.eval, lambda e=e: lazyk.evaluate(e), lazyk.compile(e),
+                        (e + 1).eval):
+                with pytest.raises(ValueError, match=rf"^zero-size row 0 in reduction {op}, "
+                                   "which has no identity: pass initial=, or keep the rows"):
+                    run()
+        got = getattr(lazyk, op)(inner, axis=(0, 1), initial=5).eval()
+        assert str(got.type) == "1 * int64" and got.to_list() == [5]
