@@ -169,7 +169,8 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                 f"dim (?n): a missing {one} above a fixed dim of the array, or rows of the "
                 f"array that may be missing where the {what} dim is fixed; the loop nest does "
                 "not write those: replace the missing ones first (lazyk.where)")
-        kept = root.op == SELECT_OP  # (a `?n` operand as its `?var` rows: kept items)
+        kept = root.op == SELECT_OP and not Expr(root, env).type.missing_fixed_rows
+        # (a `?n` operand as its `?var` rows where the kept items' rows are var)
         lone = root.replace(srcs=(_leaf(x, env, kept), _leaf(key, env, kept)))
         if any(s.op != "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
             what = "mask" if root.op == SELECT_OP else "positions"
