@@ -292,14 +292,21 @@ def test_where_parts_with_missing_fixed_rows_by_their_types_are_not_computed(mon
         got = c[c > 2].eval()
         assert str(got.type) == "3 * ?var * float64"
         assert got.to_list() == ak.to_list(ak.Array(c.to_list())[ak.Array(c.to_list()) > 2])
-    x = L("2 * ?3 * var * int64", [None, [[5], [], [-4, 1, 4]]])  # `?3` above the kept items
-    m = L("2 * ?3 * var * ?bool", [None, [[False], [], [False, True, True]]])
-    try:  # (refused, or of its type: never `?var` there)
-        got = x[m].eval()
-    except lazyk.NotSupportedError:
-        pass
-    else:
-        assert str(got.type) == str(x[m].type) == "2 * ?3 * var * ?int64"
+    q = L("3 * ?1 * ?uint16", [[0], None, [None]])  # missing values of the rows, fused
+    got = lazyk.is_none(q, axis=-1).eval()
+    assert str(got.type) == "3 * ?1 * bool" and got.to_list() == [[False], None, [True]]
+    got = lazyk.min(lazyk.is_none(q, axis=-1), axis=0, skipna=True).eval()
+    assert str(got.type) == "1 * ?bool" and got.to_list() == [False]
+    got = (lazyk.fill_none(q, 9) + 1).eval()
+    assert str(got.type) == "3 * ?1 * uint16" and got.to_list() == [[1], None, [10]]
+    for n in (1, 3):  # `?n` above the kept items
+        x = L(f"2 * ?{n} * var * int64", [None, [[5], [], [-4, 1, 4]][:n]])
+        m = L(f"2 * ?{n} * var * ?bool", [None, [[False], [], [False, True, True]][:n]])
+        try:  # (refused, or of its type: never `?var` there)
+            got = x[m].eval()
+        except lazyk.NotSupportedError:
+            continue
+        assert str(got.type) == str(x[m].type) == f"2 * ?{n} * var * ?int64"
     x = L("4 * ?var * int64", [[3, 1, 2], [], None, [7]])  # the take-back gives ?1 rows
     got = (x[lazyk.argmax(x, axis=1, keepdims=True)] * 2).eval()
     assert str(got.type) == "4 * ?1 * ?int64" and got.to_list() == [[6], [None], None, [14]]

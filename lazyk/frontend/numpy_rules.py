@@ -48,6 +48,15 @@ def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
     return tuple(out)
 
 
+def keep_ones(shape: tuple, like: tuple) -> tuple:
+    """`shape` with the fixed 1 of `like` (as many dims) where `shape` has var rows: the
+    dims of `?1` rows, var rows of one element that their pairing types as a fixed 1 (a
+    graph built again over their leaves broadcasts them as var rows)."""
+    if len(shape) != len(like):
+        return shape
+    return tuple(1 if n is None and m == 1 else n for n, m in zip(shape, like))
+
+
 # --- typing ---------------------------------------------------------------------------------
 
 def describe_node(node: Node) -> str:

@@ -172,6 +172,20 @@ class Picks:
         return [at.get(n) for n in names]
 
 
+def _typed_shape(root, picks) -> tuple:
+    """The shape `nest_plan` reads (its fixed 1 over var rows: `?1` rows) of a nest whose
+    value is `root`: with `picks`, the dims above the first level kept or gathered where
+    the value and each graph of the picks say 1 (the others are var: any length)."""
+    if picks is None:
+        return root.shape
+    nd = len(root.shape)
+    at = [k for _, k, _ in picks.taken + picks.beside] + (
+        [] if picks.keep is None else [picks.keep])
+    return tuple(n if k < min(at, default=nd) and all(
+        k < nd - r.ndim or r.shape[k - nd + r.ndim] == 1 for r in picks.roots) else None
+        for k, n in enumerate(root.shape))
+
+
 def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False,
               flat=None, plan=False, scan=None, picks=None):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
@@ -194,7 +208,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if picks is not None and (scalar or plan or where_masks):
         return None
     levels, sizes, kinds = flat[2] if flat else \
-        nest_plan(ops_, picks.outputs(names) if picks else None, () if picks else root.shape)
+        nest_plan(ops_, picks.outputs(names) if picks else None, _typed_shape(root, picks))
     nlev = len(levels)
     if len(root.shape) != nlev - scalar + bool(flat):
         return None

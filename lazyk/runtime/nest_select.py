@@ -68,7 +68,7 @@ from lazyk.frontend.graph import (
 )
 from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
-from lazyk.frontend.numpy_rules import broadcast_shapes, cast
+from lazyk.frontend.numpy_rules import broadcast_shapes, cast, keep_ones
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
@@ -169,19 +169,22 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                 f"dim (?n): a missing {one} above a fixed dim of the array, or rows of the "
                 f"array that may be missing where the {what} dim is fixed; the loop nest does "
                 "not write those: replace the missing ones first (lazyk.where)")
-        kept = root.op == SELECT_OP and not Expr(root, env).type.missing_fixed_rows
-        # (a `?n` operand as its `?var` rows where the kept items' rows are var)
-        lone = root.replace(srcs=(_leaf(x, env, kept), _leaf(key, env, kept)))
-        if any(s.op != "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
-            what = "mask" if root.op == SELECT_OP else "positions"
-            tx, tk = Expr(x, env).type, Expr(key, env).type
-            raise NotSupportedError(f"x[{what}] over {tx} and {tk}: " + (
-                "one has fixed-size rows that may be missing (?n: a fixed dim met ?var rows), "
-                "which the loop nest reads from no array; give the operands rows that cannot "
-                "be missing (var), or var dims" if tx.missing_fixed_rows or
-                tk.missing_fixed_rows else "not computed in one loop nest: evaluate the "
-                "operands first"))
-        return evaluate_picks(lone, lone, None, env)
+        what = "mask" if root.op == SELECT_OP else "positions"
+        tx, tk = Expr(x, env).type, Expr(key, env).type
+        qn = tx.missing_fixed_rows or tk.missing_fixed_rows
+        kept = qn and root.op == SELECT_OP and not Expr(root, env).type.missing_fixed_rows
+        lone = root.replace(srcs=(_leaf(x, env, kept), _leaf(key, env, kept)))  # (var kept)
+        try:
+            if all(s.op == "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
+                return evaluate_picks(lone, lone, None, env)
+        except NotSupportedError:
+            if not kept:
+                raise
+        raise NotSupportedError(f"x[{what}] over {tx} and {tk}: " + (
+            "one has fixed-size rows that may be missing (?n: a fixed dim met ?var rows), "
+            "which the loop nest reads from no array; give the operands rows that cannot "
+            "be missing (var), or var dims" if qn else "not computed in one loop nest: "
+            "evaluate the operands first"))
     rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
                    if n.op in PICKS else _same(n, srcs))
     return _array(runtime.evaluate(Expr(red_node.replace(srcs=(rest,)) if reduce_arg else
@@ -411,10 +414,9 @@ def _paired(x: Node, env: dict) -> bool:
 
 def _leaf(node: Node, env: dict, rows: bool = False) -> Node:
     """`node` as a leaf (computed now unless it is one); `rows`: `?n` rows read as `?var`."""
-    if node.op == "input":
-        return node
-    value = runtime.evaluate(Expr(node, env))
-    return _as_leaf(var_rows(value)[0] if rows and isinstance(value, Array) else value, env)
+    value = None if node.op == "input" else runtime.evaluate(Expr(node, env))
+    return node if value is None else _as_leaf(
+        var_rows(value)[0] if rows and isinstance(value, Array) else value, env)
 
 
 def _as_leaf(value, env: dict) -> Node:
@@ -521,8 +523,7 @@ def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
         if srcs == v.srcs or v.op in _LEAVES:
             return v
         shape = broadcast_shapes(v.op, [s.shape for s in srcs])  # (axis 0: the kept rows)
-        return v.replace(srcs=srcs, shape=tuple(  # (a `?1` dim stays a fixed 1)
-            1 if n is None and was == 1 else n for n, was in zip(shape, v.shape)))
+        return v.replace(srcs=srcs, shape=keep_ones(shape, v.shape))
     return rewrite(x, visit)
 
 

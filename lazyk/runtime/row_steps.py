@@ -54,7 +54,7 @@ from lazyk.frontend.graph import (
     toposort,
 )
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, most_rows
-from lazyk.frontend.numpy_rules import broadcast_shapes, cast
+from lazyk.frontend.numpy_rules import broadcast_shapes, cast, keep_ones
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.rowops import flags
@@ -275,13 +275,13 @@ def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
             false = Node("const", np.dtype(bool), (), (), False)
             return Node("where", np.dtype(bool), value.shape, (true, false, cast(value, bool)))
         full = _and(present, _everywhere(value)) if present.shape != value.shape else present
-        return Node("logical_not", np.dtype(bool), full.shape, (full,))
+        return Node("logical_not", np.dtype(bool), keep_ones(full.shape, node.shape), (full,))
     dt = node.dtype
     fill = Node("const", dt, (), (), node.arg[1][0]) if len(srcs) == 1 else cast(srcs[1], dt)
     if present is None:
         return cast(value, dt)
-    return Node("where", dt, broadcast_shapes("fill_none", [present.shape, value.shape,
-                                                           fill.shape]) or node.shape,
+    return Node("where", dt, keep_ones(broadcast_shapes("fill_none", [
+        present.shape, value.shape, fill.shape]) or node.shape, node.shape),
                 (present, cast(value, dt), fill))
 
 
