@@ -378,6 +378,26 @@ def test_slices_with_steps_of_lazy_lists_as_awkward():
         (x * 1)[:, 1.0:]
 
 
+@pytest.mark.parametrize("t, d", [
+    ("4 * ?var * int32", [[1, 2, 3], None, [], [4]]),
+    ("4 * ?var * ?var * int32", [[[1, 5], None, []], [], None, [[2, 3, 4]]]),
+    ("3 * ?var * string", [["a", "bc"], None, ["d"]]),
+])
+def test_a_reversing_slice_of_lists_that_may_be_missing_keeps_the_items_type(t, d):
+    """`e[:, ::-1]` where the lists may be missing: the items keep their type (values that
+    cannot be missing stay so, as the array's own slice and Awkward's), compiled and on
+    Dask alike."""
+    x = lazyk.array(d, type=t)
+    same = (lambda v: lazyk.where(True, v, v)) if "string" in t else lazyk.positive
+    p = lazyk.placeholder("x", "N * " + t.split(" * ", 1)[1])
+    for key in (slice(None, None, -1), slice(None, 0, -2)):
+        want = ak.Array(d)[:, key].tolist()
+        for got in (same(x)[:, key].eval(), lazyk.compile(same(p)[:, key])(x)):
+            assert got.to_list() == want and str(got.type) == str(x[:, key].type) \
+                == t, key
+
+
+
 @pytest.mark.parametrize("op", ["sum", "count", "max", "mean", "prod"])
 def test_reductions_of_a_gather_with_empty_rows_skip_its_missing_values(op):
     # the gather's None for an empty row is a missing value: skipna (and count) skip it

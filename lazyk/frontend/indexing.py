@@ -148,7 +148,9 @@ def _stepped(at: Expr, lens: Expr, start: Any, stop: Any, step: int) -> Expr:
 def _reversed(e: Expr, like: Expr, d: int, keep: Expr) -> Expr:
     """The items of `e` that `keep` keeps at dim `d`, in reverse order within each list."""
     kept = index_by(like, keep)
-    last = num(kept, axis=d)[..., None] - 1
+    # (a missing list's count filled: its positions stay a missing list, never missing
+    # positions, so the items keep their own type)
+    last = fill_none(num(kept, axis=d), 0)[..., None] - 1
     return index_by(index_by(e, keep), last - local_index(kept, axis=d))
 
 
