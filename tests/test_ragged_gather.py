@@ -626,3 +626,19 @@ def test_take_back_of_records_with_list_fields_under_missing_rows_names_the_fiel
     with pytest.raises(lazyk.NotSupportedError, match=r"field\(s\) 'pt' are rows of a fixed "
                        r"size that may be missing .*evaluate the fields"):
         got.eval()
+
+
+def test_lists_of_lists_gathered_at_pair_positions_as_awkward():
+    """`x[lazyk.argcombinations(x, 2)["0"]]` where x's items are lists (the positions
+    index lists of lists): Awkward's lists, alone, in work after it, compiled."""
+    d = [[[0.0, 1.0], [6.0], [2.0, 3.0, 4.0]], [], [[5.0, 0.0]], [[1.0], []]]
+    x, a = lazyk.array(d, type="4 * var * var * float64"), ak.Array(d)
+    for slot in ("0", "1"):
+        want = a[ak.argcombinations(a, 2)[slot]]
+        got = x[lazyk.argcombinations(x, 2)[slot]]
+        assert got.eval().to_list() == want.tolist()
+        assert lazyk.sum(got * 2, axis=-1).eval().to_list() == \
+            ak.sum(want * 2, axis=-1).tolist()
+    p = lazyk.placeholder("x", "N * var * var * float64")
+    k = lazyk.compile(lazyk.num(p[lazyk.argcombinations(p, 2)["1"]], axis=-1))
+    assert k(x).to_list() == ak.num(a[ak.argcombinations(a, 2)["1"]], axis=-1).tolist()

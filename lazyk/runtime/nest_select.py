@@ -383,7 +383,8 @@ def _trailing(node: Node, n: int, env: dict) -> Node:
     if not n:
         return node
     if any(isinstance(env.get(m.arg), PickLeaf) for m in toposort(node) if m.op == "input"):
-        node = _leaf(node, env)  # (positions in tuples: the values computed first)
+        # (positions in tuples, argcombinations(x, 2)['0'] itself too: computed first)
+        node = _as_leaf(runtime.evaluate(Expr(node, env)), env)
     e = Expr(node, {k: v for k, v in env.items()})[(Ellipsis,) + (None,) * n]
     env.update(e.env)
     return e.node
