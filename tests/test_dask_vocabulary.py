@@ -373,3 +373,17 @@ def test_ptp_over_fixed_dims_has_numpys_type_on_one_machine_and_on_dask():
         lazyk.ptp(np.zeros((0, 3)), axis=0).eval()
     # var rows may hold no value: None there, as Awkward's
     assert lazyk.ptp(lazyk.array([[1, 5], []]), axis=1).to_list() == [4, None]
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2, 4])
+def test_lists_of_lists_gathered_at_pair_positions(rows_per_part):
+    # positions of pairs of lists (fewer dims than the lists they index) split by rows as
+    # the lists are: one machine's answer
+    x = lazyk.array([[[0.0, 1.0], [6.0], [2.0]], [], [[5.0, 0.0]], [[1.0], []]],
+                    type="4 * var * var * float64")
+    rows = lazyk.dask.from_ragged(x, rows_per_part)
+    for work in (lambda v: v[lazyk.argcombinations(v, 2)["0"]],
+                 lambda v: lazyk.sum(v[lazyk.argcombinations(v, 2)["1"]], axis=-1),
+                 lambda v: lazyk.sum(v[lazyk.argcombinations(v, 2)["0"]], axis=-1)
+                 [lazyk.num(v, axis=1) > 0]):
+        assert values(lazyk.dask.evaluate(work(rows)).compute()) == values(work(x).eval())

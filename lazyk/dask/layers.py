@@ -284,7 +284,7 @@ class _Planner:
             raise mixed(node, "rows selected by different masks (or flattened from "
                               "different arrays) meet")
         known = lines.pop()
-        picks = node.op in (SELECT_OP, TAKE_OP, ROWS_OP)  # operands line up from axis 0
+        picks = node.op in (SELECT_OP, TAKE_OP, ROWS_OP, PICK_OP)  # operands line up from axis 0
         for s in srcs:
             if not self._is_split(s) and not known and s.ndim and s.shape[0] != 1 and \
                     (picks or s.ndim == node.ndim):
