@@ -387,3 +387,11 @@ def test_lists_of_lists_gathered_at_pair_positions(rows_per_part):
                  lambda v: lazyk.sum(v[lazyk.argcombinations(v, 2)["0"]], axis=-1)
                  [lazyk.num(v, axis=1) > 0]):
         assert values(lazyk.dask.evaluate(work(rows)).compute()) == values(work(x).eval())
+
+
+def test_weights_of_more_dims_than_the_values_are_one_machines_error():
+    v = lazyk.array([[1.0, 2.0], [3.0], []])
+    w = lazyk.array([[[1.0], [3.0]], [[5.0]], []])
+    with pytest.raises(lazyk.ShapeError, match="have more dims than the values"):
+        lazyk.dask.evaluate(lazyk.histogram(lazyk.dask.from_ragged(v, 2), 3, (0, 6),
+                                            weights=lazyk.dask.from_ragged(w, 2)))

@@ -5,6 +5,8 @@ histograms in one pass (`lazyk.evaluate(h1, h2)`), threads, and histograms of
 combinations."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -270,6 +272,17 @@ def test_weights_that_do_not_broadcast_are_refused_at_once():
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
 
+
+def test_weights_of_more_dims_than_the_values_name_both():
+    # one weight per value: weights with a dim the values lack would stretch the values
+    # (it was a broadcasting error naming 'operand 1' and a row)
+    v = lazyk.array([[1.0, 2.0], [3.0], []])
+    for w in ([[[1.0], [3.0]], [[5.0]], []], [[[1.0, 2.0], [3.0, 1.0]], [[5.0, 1.0]], []]):
+        w = lazyk.array(w)
+        with pytest.raises(lazyk.ShapeError, match=re.escape(
+                f"histogram: the weights ({w.type}) have more dims than the values "
+                "(3 * var * float64)")):
+            lazyk.histogram(v, 3, (0, 6), weights=w)
 
 def test_weights_that_do_not_fit_a_flattened_array_name_both_operands():
     x = lazyk.array([[1.0, 2.0], [3.0], []], "3 * var * float64")
