@@ -133,14 +133,16 @@ def test_input_dtype_converts_under_casting():
     ("N * var * ?var * int8", [[[1], None, []], [], [[2, -3]]]),
 ])
 def test_row_operations_give_the_parameters_dtype(param, data):
-    """Row operations that move values (firsts, flatten, pad_none, a row mask) convert
-    inputs of another dtype to the parameter's, as the signature says and arithmetic does."""
+    """Row operations that move values (firsts, flatten, pad_none, a row mask, the take-back
+    at argmax(keepdims=True)) convert inputs of another dtype to the parameter's, as the
+    signature says and arithmetic does."""
     x = lazyk.placeholder("x", param)
     dtype = np.dtype(param.split("* ")[-1].lstrip("?"))
     arr = lazyk.array(data)
     same = lazyk.array(data, type=param.replace("N", str(len(data))))
     for f in (lazyk.firsts, lazyk.flatten, lambda v: lazyk.pad_none(v, 2),
-              lambda v: v[lazyk.num(v, axis=1) > 0]):
+              lambda v: v[lazyk.num(v, axis=1) > 0],
+              lambda v: v[lazyk.argmax(v, axis=-1, keepdims=True)]):
         k = lazyk.compile(f(x))
         got = k(arr)
         assert str(got.type).split(" * ")[-1].lstrip("?") == str(dtype)

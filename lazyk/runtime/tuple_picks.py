@@ -33,6 +33,7 @@ from lazyk.frontend.graph import Node, toposort
 from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
 from lazyk.frontend.tuples import Combos
+from lazyk.frontend.ufuncs import astype
 from lazyk.lru import LRU
 from lazyk.runtime import launch
 from lazyk.runtime.nest_results import tree_array
@@ -132,7 +133,10 @@ def gather_in_missing_rows(node: Node, env: dict) -> Array | None:
     positions = _unread_in(pos, valid)
     if positions is None:
         return None
-    gathered = columns(_evaluated(index_by(build_columns(rows), positions)))
+    values = build_columns(rows)
+    if values.dtype != x.dtype:  # (a compiled call's input of another dtype: the parameter's)
+        values = astype(values, x.dtype)
+    gathered = columns(_evaluated(index_by(values, positions)))
     level = 1
     if outer is not None:  # (back under the outer lists)
         gathered, level = Lists(offsets_of(outer.spans()[1]), gathered), 2
