@@ -531,9 +531,9 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         if w.dtype.kind not in "biuf":
             raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
         if w.ndim > x.ndim:
-            raise ShapeError(f"histogram: the weights ({w.type}) have more dims than the values "
-                             f"({x.type}): the weights broadcast to the values, never the "
-                             "values to the weights (one weight per value)")
+            raise NotSupportedError(f"histogram: the weights ({w.type}) have more dims than "
+                                    f"the values ({x.type}): the weights broadcast to the "
+                                    "values, never the values to the weights")
         # (fixed sizes checked here, at once; the axes right-aligned, as they broadcast)
         for k, (nw, nx) in enumerate(zip(w.shape[::-1], x.shape[::-1])):
             if type(nw) is int and type(nx) is int and nw != nx and nw != 1:
