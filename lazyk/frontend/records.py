@@ -308,12 +308,7 @@ class Records(FieldAssignment, NotOperands):
                 raise
             got = None
         if got is None and self.type.missing_fixed_rows:
-            raise NotSupportedError(
-                f"records of type {self.type}: records in rows of a fixed size that may be "
-                "missing (`?N`: pad_none(..., clip=True) of lists that may be missing, firsts "
-                "of a fixed dim) are not laid out as one array yet; evaluate their fields "
-                "(r.name, or lazyk.evaluate(r.a, r.b)), leave clip=False, or read the lists "
-                "as var (lazyk.array(rows, type='N * var * ...'))")
+            raise fixed_rows_refused(self)
         if got is None:
             raise ShapeError(f"zip: the fields {', '.join(self.fields)} do not line up above "
                              f"the records ({self.depth} dims)")
@@ -574,3 +569,13 @@ def lined_up_fields(x: Any) -> Records | None:
 
 
 __all__ = ["Records", "lined_up_fields", "record_fields", "zip"]
+
+
+def fixed_rows_refused(rec: Records) -> NotSupportedError:
+    """The error for records in rows of a fixed size that may be missing (`?N`)."""
+    return NotSupportedError(
+        f"records of type {rec.type}: records in rows of a fixed size that may be "
+        "missing (`?N`: pad_none(..., clip=True) of lists that may be missing, firsts "
+        "of a fixed dim) are not laid out as one array yet; evaluate their fields "
+        "(r.name, or lazyk.evaluate(r.a, r.b)), leave clip=False, or read the lists "
+        "as var (lazyk.array(rows, type='N * var * ...'))")
