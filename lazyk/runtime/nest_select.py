@@ -383,8 +383,7 @@ def _trailing(node: Node, n: int, env: dict) -> Node:
     if not n:
         return node
     if any(isinstance(env.get(m.arg), PickLeaf) for m in toposort(node) if m.op == "input"):
-        # (positions in tuples, argcombinations(x, 2)['0'] itself too: computed first)
-        node = _as_leaf(runtime.evaluate(Expr(node, env)), env)
+        node = _as_leaf(runtime.evaluate(Expr(node, env)), env)  # (positions in tuples first)
     e = Expr(node, {k: v for k, v in env.items()})[(Ellipsis,) + (None,) * n]
     env.update(e.env)
     return e.node
