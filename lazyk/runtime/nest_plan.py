@@ -174,7 +174,7 @@ def nest_plan(ops_, taken=None, shape=()):
     if plans is None:
         plans = first.plans = Memo(8, "nest plans of an operand")
     taken = tuple(taken) if taken else (None,) * len(ops_)
-    ones = tuple(n == 1 for n in shape)
+    ones = tuple(n == 1 for n in shape) if 1 in shape else ()  # (one plan without)
     key = (tuple(map(id, rest)), taken, ones)
     got = plans.get(key)
     if got is not None and all(w() is o for w, o in zip(got[0], rest)):
