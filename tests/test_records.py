@@ -537,8 +537,8 @@ def test_positions_of_records_take_every_fields_missing_rows():
 
 def test_records_with_a_field_of_fixed_rows_that_may_be_missing():
     """A field of `?2` rows (`pad_none(..., clip=True)` of `?var` rows) beside one of plain
-    fixed rows: a missing row is missing in the records (num, combinations, positions), as
-    in Awkward; laying the records out whole is refused by name."""
+    fixed rows: a missing row is missing in the records (num, combinations, positions, the
+    records laid out whole), as in Awkward."""
     x = lazyk.array([[1.0, 2.0], None], type="2 * ?var * float64")
     r = lazyk.zip({"a": lazyk.array([[5, 6], [7, 8]]), "b": lazyk.pad_none(x, 2, clip=True)})
     ar = ak.zip({"a": ak.Array([[5, 6], [7, 8]]),
@@ -547,16 +547,22 @@ def test_records_with_a_field_of_fixed_rows_that_may_be_missing():
     assert lazyk.argcombinations(r, 2).eval().to_list() == [[(0, 1)], None]
     assert lazyk.combinations(r, 2).eval().to_list() == [
         [({"a": 5, "b": 1.0}, {"a": 6, "b": 2.0})], None]
-    with pytest.raises(lazyk.NotSupportedError, match="not laid out as one array"):
-        r.eval()
+    got = r.eval()  # (the pairs' positions and the records: in `?1` and `?2` rows)
+    assert str(got.type) == "2 * ?2 * {a: int64, b: ?float64}" and got.to_list() == ar.to_list()
+    assert str(lazyk.argcombinations(r, 2).eval().type) == "2 * ?1 * (int64, int64)"
 
 
 def test_a_mask_of_records_with_fixed_rows_that_may_be_missing_is_refused_by_name():
+    """A mask of the records' own `?2` rows keeps their items (as Awkward); a mask of other
+    rows is refused by name."""
     y = lazyk.array([[1, 2], None], type="2 * ?var * int64")
     r = lazyk.zip({"a": lazyk.pad_none(lazyk.firsts(y)[:, None], 2), "b": y})
-    for mask in (r.a > 0, lazyk.array([[True, False], [True, False]])):
-        with pytest.raises(lazyk.NotSupportedError, match="may be missing"):
-            r[mask].eval()
+    ay = ak.Array([[1, 2], None])
+    ar = ak.zip({"a": ak.pad_none(ak.firsts(ay)[:, None], 2), "b": ay})
+    assert r[r.a > 0].eval().to_list() == ar[ar.a > 0].to_list() == [[{"a": 1, "b": 1}, None],
+                                                                      None]
+    with pytest.raises(lazyk.NotSupportedError, match="may be missing"):
+        r[lazyk.array([[True, False], [True, False]])].eval()
 
 
 def test_positions_of_records_whose_fields_have_different_missing_fixed_rows():
@@ -680,11 +686,13 @@ def test_records_with_trailing_padding_copy_and_pickle():
             assert got.to_list() == x.to_list() and got.type == x.type
 
 
-def test_records_in_fixed_rows_that_may_be_missing_are_refused_by_name_whatever_the_size():
+def test_records_in_fixed_rows_that_may_be_missing_are_laid_out_whatever_the_size():
     x = lazyk.array([[{"pt": 37.4}], None, []])
-    for n in (1, 2):
-        with pytest.raises(lazyk.NotSupportedError, match=r"\?N.*clip=False"):
-            lazyk.pad_none(x, n, axis=1, clip=True).eval()
+    ax = ak.Array([[{"pt": 37.4}], None, []])
+    for n in (1, 2):  # (refused before: records in `?n` rows were not laid out)
+        got = lazyk.pad_none(x, n, axis=1, clip=True).eval()
+        assert str(got.type) == f"3 * ?{n} * ?{{pt: ?float64}}"
+        assert got.to_list() == ak.pad_none(ax, n, axis=1, clip=True).to_list()
     assert lazyk.pad_none(x.pt, 1, axis=1, clip=True).to_list() == [[37.4], None, [None]]
 
 

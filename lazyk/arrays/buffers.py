@@ -194,6 +194,30 @@ def regular(c: Array, size: int, rows: int | None = None) -> Array:
     return Array.from_parts(t, meta, c.ptr, owner, c.readonly, check_strings=False)
 
 
+def option_fixed_rows(inner: Array, rows: int, n: int, valid: Any) -> Array | None:
+    """`rows * ?n * Y` from `inner` (`rows * n` elements of Y, a leading fixed dim) and
+    each row's present flag: the block `inner` addresses copied, then a shadow where row
+    i's present byte sits at the row's address + mask_offset (a row of no bytes, `?0` or
+    over zero-size dims, takes one alignment unit, so each row has an address of its
+    own); None where `inner` addresses no memory block (or contiguous NumPy values)."""
+    owner = inner.owner
+    if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
+        owner = memory.foreign(owner)  # NumPy values: the bytes `inner` addresses lie in it
+    if not isinstance(owner, memory.MemoryBlock):
+        return None
+    elem = T.FixedDim(n, inner.type.elem)
+    step = n * inner.meta[1] or T.Option(elem).itemsize  # (rows of no bytes: one unit)
+    base = inner.ptr - owner.address
+    at = -(-max(owner.size, base + rows * step) // 8) * 8
+    block = memory.MemoryBlock(at + rows * step, keep=[owner])
+    block.buffer[:owner.size] = owner.buffer[:owner.size]
+    if rows * step:
+        block.buffer[at:].reshape(rows, step)[:, 0] = valid
+    meta = (rows, step, at - base, n, inner.meta[1]) + tuple(inner.meta[2:])
+    return Array.from_parts(T.FixedDim(rows, T.Option(elem)), meta, block.address + base, block,
+                            check_strings=False)
+
+
 def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: Any,
                lengths: np.ndarray | None = None) -> Array:
     """A result array from flat values (and a present mask) without Python lists: `outer`

@@ -20,6 +20,7 @@ from lazyk.arrays.buffers import (
     column_lists,
     column_records,
     offsets_array,
+    option_fixed_rows,
     regular,
     text_array,
     text_buffers,
@@ -329,6 +330,10 @@ def build_columns(col: Column, read_only: bool = False) -> Array:
     if isinstance(child, Record):
         return records_array(list(child.names), [build_columns(f) for f in child.children],
                              mask)
+    if isinstance(child, Regular):  # `?n` rows: laid out, then each row's present byte
+        got = option_fixed_rows(build_columns(child.child), len(mask), child.size, mask)
+        if got is not None:
+            return got
     raise NotSupportedError("missing fixed-size rows (?N * T) under a var dim or in a "
                             "field of records (they are results, not rebuilt from columns)")
 

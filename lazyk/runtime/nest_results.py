@@ -9,9 +9,9 @@ import numpy as np
 
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array, masked
-from lazyk.arrays.buffers import offsets_array, regular, text_array
+from lazyk.arrays.buffers import offsets_array, option_fixed_rows, regular, text_array
 from lazyk.arrays.columns import columns
-from lazyk.arrays.memory import MemoryBlock, foreign
+from lazyk.arrays.memory import MemoryBlock
 from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, Text
 from lazyk.codegen.levels import VAR
 from lazyk.errors import NotSupportedError
@@ -26,7 +26,7 @@ def fixed_rows(result, present: dict):
     at any number of levels, over any dims. Laid out with NumPy, no Python per row: rows
     over fixed dims and values get the values then one shadow for the rows' present
     bytes (`_option_rows`); others a copy of their index block with that shadow after it
-    (`_option_fixed`)."""
+    (`arrays.buffers.option_fixed_rows`)."""
     if not present:
         return result
     top = isinstance(result.type, FixedDim)
@@ -102,7 +102,7 @@ def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
         got = _option_rows(node, marks[level])
         if got is None:
             inner = tree_array(node.child, count * node.size, None, marks, level + 1)
-            got = None if inner is None else _option_fixed(inner, count, node.size,
+            got = None if inner is None else option_fixed_rows(inner, count, node.size,
                                                            marks[level])
         return got
     valid, lists = node.unwrap()
@@ -130,30 +130,6 @@ def rows_of(inner, count: int, n: int):
     return Array.from_parts(FixedDim(count, FixedDim(0, inner.type.elem)),
                             (count, 0, 0, inner.meta[1]) + tuple(inner.meta[2:]), inner.ptr,
                             owner, check_strings=False)
-
-
-def _option_fixed(inner, rows: int, n: int, valid):
-    """`rows * ?n * Y` from `inner` (`rows * n` elements of Y, a leading fixed dim) and
-    each row's present flag: the block `inner` addresses copied, then a shadow where row
-    i's present byte sits at the row's address + mask_offset (a row of no bytes, `?0` or
-    over zero-size dims, takes one alignment unit, so each row has an address of its
-    own)."""
-    owner = inner.owner
-    if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
-        owner = foreign(owner)  # NumPy values: the bytes `inner` addresses lie in it
-    if not isinstance(owner, MemoryBlock):
-        return None
-    elem = FixedDim(n, inner.type.elem)
-    step = n * inner.meta[1] or Option(elem).itemsize  # (rows of no bytes: one unit)
-    base = inner.ptr - owner.address
-    at = -(-max(owner.size, base + rows * step) // 8) * 8
-    block = MemoryBlock(at + rows * step, keep=[owner])
-    block.buffer[:owner.size] = owner.buffer[:owner.size]
-    if rows * step:
-        block.buffer[at:].reshape(rows, step)[:, 0] = valid
-    meta = (rows, step, at - base, n, inner.meta[1]) + tuple(inner.meta[2:])
-    return Array.from_parts(FixedDim(rows, Option(elem)), meta, block.address + base, block,
-                            check_strings=False)
 
 
 def _option_rows(node, valid):

@@ -171,9 +171,9 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                 "not write those: replace the missing ones first (lazyk.where)")
         what = "mask" if root.op == SELECT_OP else "positions"
         tx, tk = Expr(x, env).type, Expr(key, env).type
-        qn = tx.missing_fixed_rows or tk.missing_fixed_rows
-        kept = qn and root.op == SELECT_OP and not Expr(root, env).type.missing_fixed_rows
-        lone = root.replace(srcs=(_leaf(x, env, kept), _leaf(key, env, kept)))  # (var kept)
+        qn = (tx.missing_fixed_rows, tk.missing_fixed_rows)  # (both: read as `?var` rows)
+        kept = all(qn) and root.op == SELECT_OP and not Expr(root, env).type.missing_fixed_rows
+        lone = root.replace(srcs=(_leaf(x, env, kept), _leaf(key, env, kept)))
         try:
             if all(s.op == "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
                 return evaluate_picks(lone, lone, None, env)
@@ -183,7 +183,7 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
         raise NotSupportedError(f"x[{what}] over {tx} and {tk}: " + (
             "one has fixed-size rows that may be missing (?n: a fixed dim met ?var rows), "
             "which the loop nest reads from no array; give the operands rows that cannot "
-            "be missing (var), or var dims" if qn else "not computed in one loop nest: "
+            "be missing (var), or var dims" if any(qn) else "not computed in one loop nest: "
             "evaluate the operands first"))
     rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
                    if n.op in PICKS else _same(n, srcs))
