@@ -397,15 +397,18 @@ def test_weights_of_more_dims_than_the_values_are_one_machines_error():
                                             weights=lazyk.dask.from_ragged(w, 2)))
 
 
-def test_records_in_rows_of_one_that_may_be_missing_are_one_machines_refusal():
-    # records of take-backs over lists that may be missing (`?1` rows): not laid out as one
-    # array on one machine, nor on Dask (which gave ?var records, `[None]` for an empty list)
+def test_records_in_rows_of_one_that_may_be_missing_are_one_machines_records():
+    # records of take-backs over lists that may be missing (`?1` rows), laid out as on one
+    # machine over every partitioning (Dask gave ?var records, `[None]` for an empty list)
     x = lazyk.array([[[1, 2], None, []], [], [[3]]], type="3 * var * ?var * int32")
 
     def pick(v):
         best = v[lazyk.argmax(v, axis=-1, keepdims=True)]
         return lazyk.zip({"p": best, "q": best + 1})
-    with pytest.raises(lazyk.NotSupportedError) as one:
-        pick(x).eval()
-    with pytest.raises(lazyk.NotSupportedError, match=re.escape(str(one.value))):
-        lazyk.dask.evaluate(pick(lazyk.dask.from_ragged(x, 2))).compute()
+    one = pick(x).eval()
+    assert str(one.type) == "3 * var * ?1 * {p: ?int32, q: ?int32}"
+    assert one.to_list() == [[[{"p": 2, "q": 3}], None, [{"p": None, "q": None}]], [],
+                             [[{"p": 3, "q": 4}]]]
+    for n in (1, 2, 3):
+        got = lazyk.dask.evaluate(pick(lazyk.dask.from_ragged(x, n))).compute()
+        assert got.type == one.type and got.to_list() == one.to_list()

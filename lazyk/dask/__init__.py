@@ -78,7 +78,7 @@ from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.record_layout import with_flags
-from lazyk.frontend.records import Records, fixed_rows_refused, lined_up_fields
+from lazyk.frontend.records import Records, lined_up_fields
 from lazyk.frontend.tuples import reshaped
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
@@ -322,8 +322,6 @@ def _records(rec: Records, split_every: Any) -> RaggedRecords:
     """Records over collections: each field computed, lined up with the others as on one
     machine, then each partition's fields laid out as one array of records (`zip_part`)."""
     rec = lined_up_fields(rec)  # (fields of other rows: paired, or refused by name)
-    if rec.type.missing_fixed_rows:  # (one machine's refusal)
-        raise fixed_rows_refused(rec)
     parts = [evaluate(f, split_every=split_every) for f in with_flags(rec)]
     parts = [from_ragged(p) if isinstance(p, da.Array) else p for p in parts]  # (plain)
     if not all(isinstance(p, RaggedArray) for p in parts) or \
