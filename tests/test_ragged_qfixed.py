@@ -214,24 +214,39 @@ def test_parts_over_missing_rows_are_planned_from_the_types(monkeypatch):
         (xq + (y + z)).eval()
 
 
+def _counted_nests(monkeypatch) -> list:
+    """The loop nests evaluated from now on (a list that grows)."""
+    from lazyk.runtime import nest_steps
+    runs = []
+    one = nest_steps._evaluate_nest
+    monkeypatch.setattr(nest_steps, "_evaluate_nest", lambda e: runs.append(e) or one(e))
+    return runs
+
+
+def _nested_where_operands():
+    rows = [[1.0, 2.0], None, [3.0, -9.0]]
+    return L("3 * ?2 * float64", rows), L("3 * 2 * float64", [[1.0, 2.0], [5.0, 6.0],
+                                                                [3.0, 4.0]]), rows
+
+
+def _nested_where(x, y, rows, depth):
+    """`depth` nested where()s over x + y, and their value in plain Python."""
+    e, want = x + y, [None if r is None else [a + b for a, b in zip(r, s)]
+                      for r, s in zip(rows, y.to_list())]
+    for i in range(depth):
+        e = lazyk.where(e > i, e - 1, e + y)
+        want = [None if r is None else [a - 1 if a > i else a + b for a, b in zip(r, s)]
+                for r, s in zip(want, y.to_list())]
+    return e, want
+
+
 def test_nested_where_and_histograms_over_missing_fixed_rows_run_few_nests(monkeypatch):
     """where() over `?n` parts does not compute the parts it then drops: nested where()s
     over `N * ?2 * T` rows (and a histogram, whose bin search is nested where()s) ran
     every part again under each where() (4 levels: 36,240 nests, 5 levels 83 s; a histogram
     of a `?2` array 2.6 s, of `x[..., 1:]` never ending). Values against plain Python."""
-    from lazyk.runtime import nest_steps
-    runs = []
-    one = nest_steps._evaluate_nest
-    monkeypatch.setattr(nest_steps, "_evaluate_nest", lambda e: runs.append(e) or one(e))
-    rows = [[1.0, 2.0], None, [3.0, -9.0]]
-    x = L("3 * ?2 * float64", rows)
-    y = L("3 * 2 * float64", [[1.0, 2.0], [5.0, 6.0], [3.0, 4.0]])
-    e, want = x + y, [None if r is None else [a + b for a, b in zip(r, s)]
-                      for r, s in zip(rows, y.to_list())]
-    for i in range(4):
-        e = lazyk.where(e > i, e - 1, e + y)
-        want = [None if r is None else [a - 1 if a > i else a + b for a, b in zip(r, s)]
-                for r, s in zip(want, y.to_list())]
+    runs, x, y, rows = _counted_nests(monkeypatch), *_nested_where_operands()
+    e, want = _nested_where(x, y, rows, 4)
     assert e.eval().to_list() == want == [[4.0, 3.0], None, [6.0, 6.0]]
     assert len(runs) <= 200  # (before: 36,240)
     runs.clear()
@@ -259,19 +274,8 @@ def test_where_parts_with_missing_fixed_rows_by_their_types_are_not_computed(mon
     """A where() operand over `?n` rows and fixed dims only has `?n` rows by its type: it
     is dropped (one nest pairs it) without computing it first. Twelve nested where()s
     computed every part under each where() above: 858 nests, now about four per level."""
-    from lazyk.runtime import nest_steps
-    runs = []
-    one = nest_steps._evaluate_nest
-    monkeypatch.setattr(nest_steps, "_evaluate_nest", lambda e: runs.append(e) or one(e))
-    rows = [[1.0, 2.0], None, [3.0, -9.0]]
-    x = L("3 * ?2 * float64", rows)
-    y = L("3 * 2 * float64", [[1.0, 2.0], [5.0, 6.0], [3.0, 4.0]])
-    e, want = x + y, [None if r is None else [a + b for a, b in zip(r, s)]
-                      for r, s in zip(rows, y.to_list())]
-    for i in range(12):
-        e = lazyk.where(e > i, e - 1, e + y)
-        want = [None if r is None else [a - 1 if a > i else a + b for a, b in zip(r, s)]
-                for r, s in zip(want, y.to_list())]
+    runs, x, y, rows = _counted_nests(monkeypatch), *_nested_where_operands()
+    e, want = _nested_where(x, y, rows, 12)
     assert e.eval().to_list() == want
     assert len(runs) <= 60  # (before: 858)
     v = L("3 * var * float64", [[1.0, 2.0], [], [3.0]])  # a var operand: computed first
