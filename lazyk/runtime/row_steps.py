@@ -110,7 +110,7 @@ def lower(expr, result: bool = False):
             node = node if srcs == node.srcs else reshaped(node, srcs, env)
             return _leaf(_computed(node, env), env, node.dtype)
         if node is top:
-            value = _value(node, srcs, env, top=True)
+            value = _value(node, srcs, env)
             return value if isinstance(value, Node) else _Result(value)
         if node.op == ROWS_OP:
             value = _value(node, srcs, env)
@@ -134,15 +134,15 @@ class _Result:
         self.value = value
 
 
-def _lengths(value: Array, env: dict, fused: bool) -> Node | None:
+def _lengths(value: Array, env: dict) -> Node | None:
     """`num` at axis 1 of lists as graph nodes: offsets[1:] - offsets[:-1] over views of
-    the offsets (`?var` rows, where a kernel reads the lengths (`fused`): views that read
-    the rows' own missing bytes), computed by the kernel that reads the lengths (`num(a) +
-    num(b) >= 3`: one kernel, no lengths stored). None for other arrays."""
+    the offsets (`?var` rows: views that read the rows' own missing bytes), computed by the
+    kernel that reads the lengths (`num(a) + num(b) >= 3`: one kernel, no lengths stored;
+    alone, a kernel that writes them). None for other arrays."""
     if not isinstance(value.type, T.FixedDim):
         return None
     if isinstance(value.type.elem, T.Option):
-        got = R.missing_rows_bounds(value) if fused else None
+        got = R.missing_rows_bounds(value)
         if got is None:
             return None
         e = (as_expr(got[1]) - as_expr(got[0])).astype(np.int64)
@@ -181,10 +181,10 @@ def _leaf(value, env: dict, dtype: np.dtype) -> Node:
     return cast(e.node, dtype) if e.dtype != dtype and not is_text(e.dtype) else e.node
 
 
-def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
+def _value(node: Node, srcs: tuple, env: dict):
     """A row operation over its (lowered) sources: graph nodes that compute it in the
-    kernel reading it, or its value (an Array or NumPy array). `top`: the result itself
-    (no kernel reads it)."""
+    kernel reading it (or alone, if it is the result), or its value (an Array or NumPy
+    array)."""
     name, params = node.arg[0], node.arg[1]
     if name in ("cumsum", "cumprod"):
         return _scan(name, srcs[0], params[0], env)
@@ -214,7 +214,7 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
             env.update(e.env)
             return e.node
     if name == "num" and params[0] == 1:
-        lens = _lengths(values[0], env, fused=not top)
+        lens = _lengths(values[0], env)
         if lens is not None:
             return lens
     got = _ones_viewed(values[0]) if name == "firsts" and params[0] == 1 else None
