@@ -522,6 +522,16 @@ def test_var_and_std_of_an_integer_dtype_truncate_as_numpy(fn):
         getattr(lazyk, fn)(x, axis=1, dtype=bool)
 
 
+def test_std_var_read_the_rows_twice():
+    # the mean (its sum and count in one pass), then the mean square of the deviations
+    x = lazyk.array([[1.0, 2.0, 4.0], [], [3.0]])
+    for e in (lazyk.std(x, axis=1), lazyk.var(x, axis=1)):
+        nests = [ln for ln in e.explain().splitlines() if ln.startswith("== nest")]
+        assert sum(": reduce," in ln for ln in nests) == 2, nests
+    got = lazyk.var(x, axis=1).eval().to_list()
+    assert got[0] == np.var([1.0, 2.0, 4.0]) and np.isnan(got[1]) and got[2] == 0.0
+
+
 def test_std_var_skipna_and_missing_rows():
     x = lazyk.array([[1.0, None, 3.0], None, []], "3 * ?var * ?float64")
     assert lazyk.var(x, axis=-1).eval().to_list()[:2] == [None, None]  # no skipna

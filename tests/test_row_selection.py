@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import lazyk
+from lazyk.backend import padded, rowcopy
 from lazyk.runtime import nest_select
 from tests import ragged_reference as R
 
@@ -343,3 +344,21 @@ def test_concatenate_of_work_over_two_selections_checks_only_the_kept_rows():
     m = np.array([True, False, True])
     got = lazyk.concatenate([x[m] * y[m], x[m]], axis=1).eval()
     assert got.to_list() == [[10.0, 40.0, 1.0, 2.0], [24.0, 35.0, 4.0, 5.0]]
+
+
+def test_a_repeated_selection_writes_no_kernel_text(monkeypatch):
+    # the native row kernels are compiled once per process; a call only looks them up
+    x = lazyk.array([[1.0, 5.0], [], [7.0, 0.5, 9.0]])
+    want = [[5.0], [], [7.0, 9.0]]
+    assert x[x > 2].eval().to_list() == want
+    assert lazyk.pad_none(x, 1, axis=1, clip=True).eval().to_list() == [[1.0], [None], [7.0]]
+    written = []
+
+    def counted(text):
+        written.append(text)
+        return text
+    monkeypatch.setattr(rowcopy, "row_kernel", counted)
+    monkeypatch.setattr(padded, "row_kernel", counted)
+    assert x[x > 2].eval().to_list() == want
+    assert lazyk.pad_none(x, 1, axis=1, clip=True).eval().to_list() == [[1.0], [None], [7.0]]
+    assert written == []

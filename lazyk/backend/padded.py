@@ -104,5 +104,5 @@ def padded_items(offsets: np.ndarray, values: np.ndarray, out: np.ndarray,
              0 if new_offsets is None else new_offsets.ctypes.data]
     arg = (ctypes.c_int64 * len(words))(*words)
     name = f"lazyk_padded_items_{8 * width}"
-    text = row_kernel(_IR).replace("BITS", str(8 * width))
-    parallel_for(native_function(name, lambda: text), ctypes.addressof(arg), nparts)
+    fn = native_function(name, lambda: row_kernel(_IR).replace("BITS", str(8 * width)))
+    parallel_for(fn, ctypes.addressof(arg), nparts)

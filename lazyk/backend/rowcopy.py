@@ -377,12 +377,14 @@ _KEEP_WORDS = """WORDS 2 off:ptr keep:ptr kept:ptr parts:ptr
 def _keep_function(name: str, width: int = 0) -> int:
     """`lazyk_keep_count` and `lazyk_keep_rows` (one module), or `lazyk_keep_items_{width}`
     (a module per item width)."""
-    text = _KEEP_ITEMS_IR.replace("_W(", f"_{width}(").replace("BITS", str(8 * width)) \
-        if width else _KEEP_ROWS_IR
-    text = row_kernel(text.replace("KEEP_WORDS", _KEEP_WORDS))
+    def text():  # (written out at the first call only: a call is a look-up after)
+        ir = _KEEP_ITEMS_IR.replace("_W(", f"_{width}(").replace("BITS", str(8 * width)) \
+            if width else _KEEP_ROWS_IR
+        return row_kernel(ir.replace("KEEP_WORDS", _KEEP_WORDS)).replace("NO_VECTOR",
+                                                                        _NO_VECTOR)
     names = (f"lazyk_keep_items_{width}",) if width else \
         ("lazyk_keep_count", "lazyk_keep_rows")
-    return native_function(name, lambda: text.replace("NO_VECTOR", _NO_VECTOR), names)
+    return native_function(name, text, names)
 
 
 class KeptItems:

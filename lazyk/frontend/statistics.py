@@ -81,16 +81,25 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
         work = np.dtype(np.float32) if e.dtype == np.float16 else \
             np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
     xf = astype(e, work) if e.dtype != work else e
-    total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna, dtype=ints)
-    mean = total / _count(xf, axes, True)
+    kw = {"axis": axes, "skipna": skipna}
+    if ints is None:  # (a mean folds its count with its sum: one pass, no count of its own)
+        mean = reduce("mean", xf, keepdims=True, **kw)
+    else:
+        mean = reduce("sum", xf, keepdims=True, dtype=ints, **kw) / _count(xf, axes, True)
     if complex_ and work.kind == "f":  # (NumPy's: a real mean, complex deviations from it)
         xf = astype(e, np.result_type(work, np.complex64))
     dev = xf - (mean if ints is None else astype(mean, ints))
     square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
-    ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna, dtype=ints)
-    n = _count(xf, axes, keepdims)
-    left = builtins.max(n - ddof, 0) if type(n) is int else maximum(n - ddof, 0)
-    result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
+    rows, option = flags(e)
+    if ints is None and ddof == 0 and not option and not builtins.any(rows):
+        # the mean square: sum / count in one pass (a mean of no values that may be
+        # missing is missing, where NumPy's 0 / 0 is NaN: the count apart there)
+        result = reduce("mean", square, keepdims=keepdims, **kw)
+    else:
+        ssd = reduce("sum", square, keepdims=keepdims, dtype=ints, **kw)
+        n = _count(xf, axes, keepdims)
+        left = builtins.max(n - ddof, 0) if type(n) is int else maximum(n - ddof, 0)
+        result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
     result = sqrt(result) if name == "std" else result  # (then the root of that, truncated)
     return astype(result, out) if result.dtype != out else result
 
