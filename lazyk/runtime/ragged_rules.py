@@ -25,15 +25,22 @@ RECORDERS = runtime.Recorders()
 
 
 def seed(values, valid, reduce_arg, empty, missing_seen: bool):
-    """min/max with `initial`: fold it into every result; a result with nothing folded
+    """min/max with `initial`: fold it into every result (in place: `values` and `valid`
+    are the caller's own, fresh arrays); a result with nothing folded
     (`empty`: no element along the reduced axes) is `initial`, not missing nor an error.
     Without skipna over ?T data an invalid result that saw elements saw a missing one
     and stays missing."""
     init = np.asarray(reduce_arg[4]).astype(values.dtype)
-    fill = ~valid & empty if missing_seen else ~valid
+    fill = ~valid
+    if missing_seen:
+        fill &= empty
+    # in place: `values` and `valid` are this call's own (fresh arrays of a million
+    # results cost more in page faults than the folds)
     with np.errstate(invalid="ignore"):
-        folded = ops.get(reduce_arg[0]).combine_ufunc()(values, init)
-    return np.where(fill, init, folded), valid | fill
+        ops.get(reduce_arg[0]).combine_ufunc()(values, init, out=values)
+    np.copyto(values, init, where=fill)
+    valid |= fill
+    return values, valid
 
 
 def branch_masks(root, names, leaves) -> bool:
