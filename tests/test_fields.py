@@ -93,6 +93,28 @@ def test_from_iter_reads_tuples_as_tuple_records_as_awkward():
         lazyk.from_iter([(1, 2), (1, 2, 3)])
 
 
+def test_to_numpy_masks_missing_rows_whole_as_awkward():
+    """Missing rows over fixed dims (`?n * T`, as padding rows that may be missing
+    gives): a masked array with the row masked whole, as `ak.to_numpy`."""
+    for items, t in (([[1, 2], None, [3, 4]], "3 * ?2 * int64"),
+                     ([[1.5, None], None], "2 * ?2 * ?float64"),
+                     ([[[1, 2, 3]], None], "2 * ?1 * 3 * float32"),
+                     ([[[1], [2]], [None, [3]]], "2 * 2 * ?1 * int16"),
+                     ([None, []], "2 * ?0 * int8")):
+        got = lazyk.to_numpy(lazyk.array(items, type=t))
+        want = ak.to_numpy(ak.Array(items))
+        assert isinstance(got, np.ma.MaskedArray) and got.shape == want.shape
+        assert got.dtype == np.dtype(t.split("* ")[-1].lstrip("?"))
+        assert got.mask.tolist() == np.ma.getmaskarray(want).tolist()
+        assert got.filled(0).tolist() == want.filled(0).tolist()
+    rows = lazyk.array([[1.0, 2.0, 3.0], None, [4.0]])  # padded and filled as the docs say
+    got = lazyk.to_numpy(lazyk.fill_none(lazyk.pad_none(rows, 2, axis=1, clip=True), 0))
+    assert got.mask.tolist() == [[False, False], [True, True], [False, False]]
+    assert got.filled(-1).tolist() == [[1.0, 2.0], [-1.0, -1.0], [4.0, 0.0]]
+    with pytest.raises(ValueError, match="allow_missing=False"):
+        lazyk.to_numpy(lazyk.array([[1], None], type="2 * ?1 * int64"), allow_missing=False)
+
+
 def test_to_numpy_of_strings_as_awkward():
     """Strings and bytes over fixed dims: a NumPy `U` / `S` array; missing ones masked."""
     for items in (["ab", "c"], [["ab", "c"], ["", "e"]], ["ab", None], [b"ab", b"c"],

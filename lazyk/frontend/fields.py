@@ -14,9 +14,11 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.buffers import from_offsets, regular
+from lazyk.arrays.columns import columns
 from lazyk.arrays.conversions import text_numpy
 from lazyk.arrays.infer import infer_type
 from lazyk.arrays.operators import use_row_ops
+from lazyk.arrays.trees import Leaf, Masked, Regular
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.leaves import Placeholder, RaggedPlaceholder
@@ -103,8 +105,8 @@ def to_list(array: Any) -> Any:
 
 def to_numpy(array: Any, allow_missing: bool = True) -> np.ndarray:
     """`ak.to_numpy`: the values as a NumPy array (a lazy expression computed first);
-    missing values (`?T` over fixed dims) as a masked array (`allow_missing=False`: a
-    ValueError instead); data with var dims has no NumPy form (`NotSupportedError`: pad and
+    missing values (`?T` over fixed dims) as a masked array, a missing row (`?n * T`)
+    masked whole (`allow_missing=False`: a ValueError instead); data with var dims has no NumPy form (`NotSupportedError`: pad and
     fill first, `lazyk.fill_none(lazyk.pad_none(x, n, axis=1, clip=True), 0)`)."""
     got = _computed(array)
     if not isinstance(got, Array):
@@ -116,13 +118,33 @@ def to_numpy(array: Any, allow_missing: bool = True) -> np.ndarray:
             raise ValueError(f"to_numpy of {t} with allow_missing=False: it has missing values")
         return text
     dt = as_expr(got).dtype if t.missing_values else None
-    if dt is not None and not t.missing_rows and None not in t.shape and dt.kind in "biufc":
+    if dt is not None and None not in t.shape and dt.kind in "biufc":
         if not allow_missing:
             raise ValueError(f"to_numpy of {t} with allow_missing=False: it has missing values")
+        if t.missing_rows:  # `N * ?2 * T`: a missing row is masked whole, as Awkward's
+            return _masked_rows(got)
         values = hooks.evaluate(fill_none(got, np.zeros((), dt)[()]))
         gone = hooks.evaluate(is_none(got, axis=max(t.ndim - 1, 0)))
         return np.ma.MaskedArray(np.asarray(values), np.asarray(gone, bool))
     return got.to_numpy()
+
+
+def _masked_rows(a: Array) -> np.ma.MaskedArray:
+    """Fixed dims of numbers with missing rows (`3 * ?2 * ?int64`) as a masked array:
+    masked where a value or a row above it is missing (0 under the mask)."""
+    node, hidden = columns(a), np.zeros(a.type.shape[0], bool)  # (per item of the level)
+    while not isinstance(node, Leaf):
+        if isinstance(node, Masked):
+            hidden = hidden | ~np.asarray(node.present, bool)
+        elif isinstance(node, Regular):
+            hidden = np.repeat(hidden, node.size)
+        else:  # (fixed dims of numbers have no other level)
+            raise NotSupportedError(f"to_numpy of {a.type}: no masked-array form")
+        node = node.child
+    values = np.asarray(node.values)
+    mask = np.broadcast_to(hidden.reshape((-1,) + (1,) * (values.ndim - 1)), values.shape)
+    shape = tuple(a.type.shape)
+    return np.ma.MaskedArray(np.where(mask, 0, values).reshape(shape), mask.reshape(shape))
 
 
 def _computed(x: Any, what: str | None = None) -> Any:
