@@ -170,12 +170,38 @@ def test_partitions_with_rows_of_size_0_and_deferred_rows_pickle():
 
 
 def test_deferred_rows_keep_one_machines_error_and_row():
-    """Rows that do not pair raise one machine's error, naming the collection's row:
-    in the partition (no length-1 row above them that another partition's empty row
-    could stretch to nothing), else in the step that sees every partition's rows."""
+    """Rows that do not pair raise one machine's error, naming the collection's row: in
+    the step that sees every partition's rows (a partition hands on rows that do not pair,
+    whether or not a length-1 row above them might be stretched to nothing)."""
     for rows, t in (([[1, 2]] * 5 + [[1, 2, 3]], "6 * var * int64"),
                     ([[[1, 2]]] * 5 + [[[1, 2, 3]]], "6 * var * var * int64")):
         _same_error(lazyk.array(rows, type=t))
+
+
+@pytest.mark.parametrize("rows, t, kw", [
+    ([[1, 2, 3], [1, 2, 3], [1, 2], [1, 2, 3, 4], [5], [1, 2]], "6 * var * int64", {}),
+    ([[1, 2, 3, 4], [], [1, 2, 3, 4], [1, 2], [1, 2, 3], [5, 6]], "6 * var * int64", {}),
+    ([[1, 2, 3, 4], [1, 2], [1, 2, 3, 4], [1, 2], [1], [1, 2, 3], [5, 6], [1, 2, 3]],
+     "8 * var * float64", {}),
+    ([[[1, 2]], [[1, 2, 3]], [[1], [2]], [[1, 2, 3, 4]]], "4 * var * var * int64", {}),
+    ([[[1, 2]], [[1, 2]], [[1], [2, 3]], [[1, 2, 3, 4]]], "4 * var * var * int64",
+     {"skipna": True}),
+])
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_several_failing_partitions_raise_one_machines_first_row(rows, t, kw, scheduler):
+    """Where several partitions (or a later one alone) hold rows that do not fold, the
+    error is one machine's, naming the first row that does not fold, whatever the cuts,
+    the combine tree and the order the scheduler runs the partitions in."""
+    a = lazyk.array(rows, type=t)
+    with pytest.raises(lazyk.ShapeError) as one:
+        a.sum(axis=0, **kw).eval()
+    with dask.config.set(scheduler=scheduler):
+        for step, every in itertools.product(range(1, a.type.size + 1), (None, 2)):
+            for _ in range(3):
+                with pytest.raises(lazyk.ShapeError) as got:
+                    ldask.evaluate(ldask.from_ragged(a, step).sum(axis=0, **kw),
+                                   split_every=every).compute()
+                assert str(got.value) == str(one.value), (step, every)
 
 
 def _same_error(a):

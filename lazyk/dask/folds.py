@@ -4,8 +4,10 @@ partition.
 `Combine`: partial reductions joined and reduced again; `FoldRows`: the same for folds that
 must know what each partition folded (missing rows under the outer rows, var rows kept
 below two folded axes); `Raw`: a partition's rows that did not fold on their own (another
-partition's empty row may stretch their level to nothing), folded by a later step, so that
-the answer never depends on where the partitions are cut; `NoRows`: a partition left
+partition's empty row may stretch their level to nothing; for `Combine`, also where an
+earlier partition's rows may not fold with them first), folded by a later step, so that
+the answer never depends on where the partitions are cut (nor, for `Combine`, the error
+and the row it names, on the order the scheduler runs them); `NoRows`: a partition left
 without rows by a selection, which adds nothing; `nonempty`: min / max of nothing raise.
 """
 from __future__ import annotations
@@ -59,9 +61,9 @@ class Combine:
         try:
             return self._fold(parts)
         except ShapeError:
-            if self.final or not may_hide(*[unwrap(p) for p in parts]):
+            if self.final or not (numbered(*parts) or may_hide(*[unwrap(p) for p in parts])):
                 raise
-            return self._rows(parts)  # rows that may never meet in the whole fold
+            return self._rows(parts)  # for the last step, which sees every partition
 
     def _rows(self, parts: tuple) -> Any:
         """Partials and rows (`Raw`) folded as rows: rows again where they do not fold
@@ -137,8 +139,10 @@ def unless_empty(task: Any, rows: Any) -> Any:
 class Raw:
     """Partitions' rows (and partials made rows: `raw_form`) that did not fold on their
     own: the rows they pair with may never meet in the whole fold, since another
-    partition's empty row can empty their level. Later steps fold them with the rest.
-    `parts`: `Part`s naming the collection's rows they hold (or folded), for errors."""
+    partition's empty row can empty their level, and where they do, the first row that
+    does not fold may lie in an earlier partition. Later steps fold them with the rest,
+    in the partitions' order. `parts`: `Part`s naming the collection's rows they hold (or
+    folded), for errors."""
 
     __slots__ = ("parts",)
 
@@ -147,6 +151,15 @@ class Raw:
 
     def __reduce__(self):
         return (Raw, (self.parts,))
+
+
+def numbered(*parts: Any) -> bool:
+    """Whether every part names the collection's rows it holds or folded: rows that do not
+    fold there then go on as rows (`Raw`), so that the step seeing every partition in
+    order names the first row that does not fold, as one machine does. (Rows a selection
+    made are numbered only within their partition: there only `may_hide` rows go on.)"""
+    return all(all(q.start is not None for q in p.parts) if isinstance(p, Raw) else
+               getattr(p, "start", None) is not None for p in parts)
 
 
 def may_hide(*arrays: Array) -> bool:

@@ -114,13 +114,15 @@ class Task:
             if not folds_rows:
                 raise renumbered(err, start) from None
             # NOTE: rows that do not pair here may never meet in the whole fold (another
-            # partition's empty row empties their level): they go on as rows, and the
-            # fold that sees every partition's rows decides.
+            # partition's empty row empties their level), and where they do, an earlier
+            # partition's rows may not fold with them first: they go on as rows, and the
+            # fold that sees every partition's rows in order decides (one machine's error,
+            # whichever partition the scheduler runs first).
             try:
                 rows = Expr(root.srcs[0], env).eval()
             except ValueError:  # not the fold's: the error of one machine
                 raise renumbered(err, start) from None
-            if not may_hide(rows):
+            if start is None and not may_hide(rows):  # (rows a selection numbered)
                 raise renumbered(err, start) from None
             return Raw([Part(raw_form(rows, root.arg, root.dtype), start, stop)])
         except (ValueError, IndexError) as err:  # the collection's row, not the part's
