@@ -186,6 +186,11 @@ def test_deferred_rows_keep_one_machines_error_and_row():
     ([[[1, 2]], [[1, 2, 3]], [[1], [2]], [[1, 2, 3, 4]]], "4 * var * var * int64", {}),
     ([[[1, 2]], [[1, 2]], [[1], [2, 3]], [[1, 2, 3, 4]]], "4 * var * var * int64",
      {"skipna": True}),
+    ([[1, 2, 3, 4], None, [], [1, 2, 3, 4], [1, 2], [1]], "6 * ?var * int64", {}),
+    ([[1, 2, 3, 4], None, [], [1, 2, 3, 4], [1, 2], [1]], "6 * ?var * int64",
+     {"skipna": True}),
+    ([[[1, 2]], None, [[1, 2, 3]], [[1], None], [[1, 2, 3, 4]]], "5 * ?var * ?var * int64",
+     {}),
 ])
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
 def test_several_failing_partitions_raise_one_machines_first_row(rows, t, kw, scheduler):

@@ -4,10 +4,10 @@ partition.
 `Combine`: partial reductions joined and reduced again; `FoldRows`: the same for folds that
 must know what each partition folded (missing rows under the outer rows, var rows kept
 below two folded axes); `Raw`: a partition's rows that did not fold on their own (another
-partition's empty row may stretch their level to nothing; for `Combine`, also where an
-earlier partition's rows may not fold with them first), folded by a later step, so that
-the answer never depends on where the partitions are cut (nor, for `Combine`, the error
-and the row it names, on the order the scheduler runs them); `NoRows`: a partition left
+partition's empty row may stretch their level to nothing, or an earlier partition's rows
+may not fold with them first), folded by a later step, so that the answer, or the error
+and the row it names, never depends on where the partitions are cut nor on the order the
+scheduler runs them; `NoRows`: a partition left
 without rows by a selection, which adds nothing; `nonempty`: min / max of nothing raise.
 """
 from __future__ import annotations
@@ -314,8 +314,8 @@ class FoldRows(Combine):
             x, span = unwrap(parts[0]), span_of(parts)
             try:
                 return self._partial(x, span)
-            except ShapeError:  # rows that may never meet in the whole fold: as rows
-                if not may_hide(x):
+            except ShapeError:  # as rows, for the step that sees every partition
+                if span[0] is None and not may_hide(x):
                     raise
                 return Raw([Part(raw_form(x, self.arg, self.dtype), *span)])
         parts = [unwrap(p) for p in parts]
@@ -335,7 +335,7 @@ class FoldRows(Combine):
         try:
             value = Combine.__call__(again, *live) if live else None  # lengths checked
         except ShapeError:
-            if final or not may_hide(*[unwrap(v) for v in live]):
+            if final or not (numbered(*live) or may_hide(*[unwrap(v) for v in live])):
                 raise
             return Raw(self._rows(parts))
         if not final:
@@ -366,8 +366,10 @@ class FoldRows(Combine):
                 continue
             if p.rows:
                 rows.append(_as_rows(p.value, self.arg, self.dtype))
-            if p.missing is not None:
-                rows.append(Part(raw_form(p.missing, self.arg, self.dtype)))
+            if p.missing is not None:  # (one row: it never fails to fold, but an error
+                # past it counts it, and the rows of the partition it came from name it)
+                span = (p.value.start, p.value.stop) if p.value is not None else (0, 0)
+                rows.append(Part(raw_form(p.missing, self.arg, self.dtype), *span))
         return rows
 
     def _partial(self, x: Array, span: tuple) -> Folded:

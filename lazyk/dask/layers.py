@@ -20,11 +20,11 @@
   partial of only missing rows is an empty row: docs/dask.md says what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
   Rows that do not pair within a partition go on as rows (`folds.Raw`; below a var row
-  of length 1, another partition's empty row may stretch them to nothing; partials that
-  say what they folded hand on only those): the step that sees every partition in order
-  decides, so the answer (or error, and the row it names) is one machine's whatever the
-  cuts and the scheduler's order. Folds over `N * ?var * ...` rows against a fixed dim give `?n`
-  results: a collection that computes, not an operand (as on one machine).
+  of length 1, another partition's empty row may stretch them to nothing): the step
+  that sees every partition in order decides, so the answer (or error, and the row it
+  names) is one machine's whatever the cuts and the scheduler's order. Folds over
+  `N * ?var * ...` rows against a fixed dim give `?n` results: a collection that
+  computes, not an operand (as on one machine).
 - a row selection (`x[mask]`, a mask of one dim) or `flatten` at axis 0, 1 or None runs in
   each partition too, which keeps its kept rows: their counts are known once computed
   (`nan` row counts and chunk sizes, as Dask's boolean indexing; `compute_row_counts()`).
