@@ -441,27 +441,27 @@ def _option_fields(a: Array, items: tuple) -> Array:
     dims, names = normalize_index(a.type, items)
     out = a[tuple(dims)] if dims else a
     for n in names:
-        view = _view_or_none(out, n)
-        out = view if view is not None else _field_copy[0](out, n)
+        try:
+            out = _view(out, (n,))
+        except NotSupportedError:
+            out = _field_copy[0](out, n)
     return out
-
-
-def _view_or_none(a: Array, name: str) -> Array | None:
-    try:
-        return _view(a, (name,))
-    except NotSupportedError:
-        return None
 
 
 def _copy_index(a: Array, items: tuple) -> Array:
-    """`a[items]` as a new array, for indices that no strided view can express."""
+    """`a[items]` as a new array, for indices that no strided view can express (an int or
+    a partial slice of var rows: `jets[:, 0]`): computed by a loop nest, or through
+    Python lists where none takes it."""
     dims, names = normalize_index(a.type, items)
-    t = index_type(a.type, dims)
-    values = index_values(a.to_list(), a.type, dims, [])
-    out = array(values, t)
-    for n in names:
-        out = out[n]
-    return out
+    if names:  # the field first (a view), then its rows
+        return _copy_index(a[tuple(names)], tuple(dims))
+    t, fe, out = index_type(a.type, dims), operators.front_end(), None
+    try:
+        out = fe.index_expr(fe.as_expr(a), tuple(dims)).eval()
+    except (NotSupportedError, TypeError):  # (an index the expressions do not take)
+        pass
+    return out if isinstance(out, Array) and out.type == t else \
+        array(index_values(a.to_list(), a.type, dims, []), t)
 
 
 # ---------------------------------------------------------------- constructors
