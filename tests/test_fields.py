@@ -207,3 +207,29 @@ def test_a_new_field_on_an_array_of_records_names_with_field():
         r["z"] = r.x * 10
     got = lazyk.with_field(r, r.x * 10, "z").eval()
     assert got.to_list() == [{"x": 1, "y": 2.0, "z": 10}, {"x": 2, "y": 3.0, "z": 20}]
+
+
+def test_a_field_set_as_an_attribute_as_by_name():
+    s = np.zeros(3, dtype=[("a", "f8"), ("b", "i4")])
+    s["a"], s["b"] = [1.0, 2.0, 3.0], [4, 5, 6]
+    r = lazyk.array(s.copy())
+    r.a += 1  # as r["a"] += 1, into the records' memory
+    r.b = np.array([7, 8, 9])
+    assert r.to_list() == [{"a": 2.0, "b": 7}, {"a": 3.0, "b": 8}, {"a": 4.0, "b": 9}]
+    assert r.a.type == lazyk.dshape("3 * float64") and r.b.type == lazyk.dshape("3 * int32")
+    lists = lazyk.array([{"x": 1, "y": [1.0, 2.0]}, {"x": 2, "y": []}])
+    lists.x *= 10
+    assert lists.to_list() == [{"x": 10, "y": [1.0, 2.0]}, {"x": 20, "y": []}]
+    with pytest.raises(AttributeError, match="no field 'z'.*with_field"):
+        r.z = 1
+    with pytest.raises(AttributeError, match="no field 'foo'"):
+        lazyk.array(np.arange(3.0)).foo = 1
+    with pytest.raises(AttributeError):
+        r.shape = (3,)
+    lj, aj = jets()  # lazy records: r.pt = ... is r["pt"] = ...
+    lj.pt = lj.pt * 2
+    lj.eta += 1
+    aj["pt"], aj["eta"] = aj.pt * 2, aj.eta + 1
+    assert lazyk.fields(lj) == ["pt", "eta"] and lj.eval().to_list() == aj.to_list()
+    with pytest.raises(AttributeError, match="no field 'pt2'.*r\\['pt2'\\] = value"):
+        lj.pt2 = lj.pt

@@ -45,14 +45,10 @@ class Array(Operators, InPlace, Conversions):
     @classmethod
     def _wrap(cls, arr: np.ndarray, readonly: bool | None = None) -> Array:
         """Zero-copy view of a NumPy array (kept alive by the result)."""
-        self = object.__new__(cls)
-        self._np = arr
-        self._type = None
-        self._meta = None
-        self._ptr = None
-        self._owner = arr
+        self = object.__new__(_Building if cls is Array else cls)
+        self._np, self._type, self._meta, self._ptr, self._owner = arr, None, None, None, arr
         self._readonly = readonly  # (None: as the NumPy array says, read when asked)
-        self._columns = None
+        self._columns, self.__class__ = None, cls
         return self
 
     @classmethod
@@ -74,11 +70,10 @@ class Array(Operators, InPlace, Conversions):
             self = cls._wrap(arr, readonly)
             self._type, self._owner = t, owner
             return self
-        self = object.__new__(cls)
-        self._np = None
-        self._type, self._meta, self._ptr = t, tuple(meta), ptr
+        self = object.__new__(_Building if cls is Array else cls)
+        self._np, self._type, self._meta, self._ptr = None, t, tuple(meta), ptr
         self._owner, self._readonly = owner, readonly
-        self._columns = None
+        self._columns, self.__class__ = None, cls
         return self
 
     @classmethod
@@ -385,6 +380,11 @@ def _source(value: Any, dst: T.Type) -> Array:
 
 
 _OWN_ATTRIBUTES = frozenset(n for n in dir(Array) if not n.startswith("_"))
+
+
+class _Building(Array):  # an Array while it is built: plain stores (no field to look for)
+    __slots__ = ()
+    __setattr__ = object.__setattr__
 
 
 def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:

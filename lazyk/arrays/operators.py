@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazyk import hooks
+from lazyk import types as T
 from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 
 _front_end: list[ModuleType] = []
@@ -173,6 +174,20 @@ class InPlace:
     __ixor__ = in_place("bitwise_xor")
     __ilshift__ = in_place("left_shift")
     __irshift__ = in_place("right_shift")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """`r.x = v` (and `r.x += 1`) writes the field x of records, as `r["x"] = v`."""
+        if name[:1] == "_" or hasattr(type(self), name):  # (slots, properties)
+            object.__setattr__(self, name, value)
+            return
+        t = self.type.dtype if self.type.ndim else self.type
+        while isinstance(t, T.Option):
+            t = t.elem
+        if not isinstance(t, T.Record) or name not in t.names:
+            raise AttributeError(f"lazyk array of type '{self.type}' has no field {name!r} "
+                                 "to set" + (": lazyk.with_field(r, value, name) adds one"
+                                             if isinstance(t, T.Record) else ""))
+        self[name] = value
 
 
 def _unary(name: str):

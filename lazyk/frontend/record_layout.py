@@ -35,6 +35,16 @@ class FieldAssignment:
         for name in type(self).__slots__:
             setattr(self, name, getattr(got, name))
 
+    def __setattr__(self, name: str, what) -> None:
+        """`r.x = what` (and `r.x += 1`) sets the field x, as `r["x"] = what`."""
+        if name[:1] == "_" or hasattr(type(self), name):  # (slots, properties)
+            object.__setattr__(self, name, what)
+        elif name in self.fields:
+            self[name] = what
+        else:
+            raise AttributeError(f"records of type '{self.type}' have no field {name!r} to "
+                                 f"set: r[{name!r}] = value adds one")
+
 
 class NotOperands:
     """Records are not operands: arithmetic, comparisons, reductions and NumPy's functions
