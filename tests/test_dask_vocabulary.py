@@ -412,3 +412,37 @@ def test_records_in_rows_of_one_that_may_be_missing_are_one_machines_records():
     for n in (1, 2, 3):
         got = lazyk.dask.evaluate(pick(lazyk.dask.from_ragged(x, n))).compute()
         assert got.type == one.type and got.to_list() == one.to_list()
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2, 3])
+def test_weights_in_var_rows_for_values_of_a_fixed_size_1_as_on_one_machine(rows_per_part):
+    # values of a fixed 1 (a keepdims fold, met[:, None]) against var rows of weights are
+    # refused from the types on both (one machine raised ShapeError or NotSupportedError by
+    # the rows, Dask NotSupportedError); weights that fit count the same on both, and a
+    # value that would stretch to several weights names the user's types on both
+    jets = lazyk.array([[1.0, 2.0], [3.0], [], [5.0]])
+    w = lazyk.array([[0.5, 1.0], [2.0], [4.0], [1.0]])
+    dj, dw = (lazyk.dask.from_ragged(a, rows_per_part) for a in (jets, w))
+    met = np.array([1.0, 3.0, 2.0, 5.0])
+    dmet = da.from_array(met, chunks=rows_per_part)
+    for v, dv in ((lazyk.max(jets, axis=1, keepdims=True, initial=0.0),
+                   lazyk.max(dj, axis=1, keepdims=True, initial=0.0)),
+                  (met[:, None], dmet[:, None])):
+        for make in (lambda: lazyk.histogram(v, 3, (0, 6), weights=w).eval(),
+                     lambda: lazyk.dask.evaluate(lazyk.histogram(dv, 3, (0, 6), weights=dw))):
+            with pytest.raises(lazyk.NotSupportedError, match="fixed size 1 at axis 1"):
+                make()
+    fit = lazyk.array([[0.5, 1.0], [2.0], [], [1.0]])
+    want = np.histogram([1.0, 2.0, 3.0, 5.0], 3, (0, 6), weights=[0.5, 1.0, 2.0, 1.0])[0]
+    one = lazyk.histogram(jets, 3, (0, 6), weights=fit).to_numpy()
+    dask = lazyk.dask.evaluate(lazyk.histogram(
+        dj, 3, (0, 6), weights=lazyk.dask.from_ragged(fit, rows_per_part))).compute()
+    assert one.tolist() == dask.tolist() == want.tolist() and one.dtype == dask.dtype
+    ones = lazyk.array([[1.0], [3.0], [2.0], [5.0]], type="4 * var * float64")
+    for make in (lambda: lazyk.histogram(ones, 3, (0, 6), weights=w).to_numpy(),
+                 lambda: lazyk.dask.evaluate(lazyk.histogram(
+                     lazyk.dask.from_ragged(ones, rows_per_part), 3, (0, 6),
+                     weights=dw)).compute(scheduler="sync")):
+        with pytest.raises(lazyk.ShapeError, match=re.escape(
+                "values (4 * var * float64) with weights (4 * var * float64): a row of one")):
+            make()

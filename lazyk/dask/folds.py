@@ -468,7 +468,8 @@ def histogram_counts(h: Any, split_every: Any, evaluate: Any) -> Any:
     keys = [list(dask.core.flatten(p.__dask_keys__())) for p in parts]
     n = h.nbins
     name = f"lazyk-histogram-{tokenize(*parts, n)}"
-    layer = {(name, i, 0): (_bin_counts, n) + tuple(ks)
+    what = None if h.weights is None else f"values ({h.x.type}) with weights ({h.weights.type})"
+    layer = {(name, i, 0): (_bin_counts, n, what) + tuple(ks)
              for i, ks in enumerate(zip(*keys))}
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
     dt = np.dtype(np.int64 if h.weights is None else np.float64)
@@ -478,10 +479,14 @@ def histogram_counts(h: Any, split_every: Any, evaluate: Any) -> Any:
     return total.map_blocks(h.finisher(), dtype=h.dtype, meta=np.empty(0, h.dtype))
 
 
-def _bin_counts(n: int, index: Any, weights: Any = None) -> np.ndarray:
+def _bin_counts(n: int, what: str | None, index: Any, weights: Any = None) -> np.ndarray:
     """Counts (or weights) of bins 0 .. n - 1 in one partition's bin indices (-1 and
-    missing ones in no bin), as a (1, n) block."""
+    missing ones in no bin), as a (1, n) block. `what`: the values' and weights' types, as
+    the errors name them."""
     index = unwrap(index)
     w = None if weights is None else unwrap(weights)
-    got = hist(index, n, (0, n), weights=w).to_numpy()
+    try:
+        got = hist(index, n, (0, n), weights=w).to_numpy()
+    except ShapeError as e:  # (named by the partition's bin indices: by the user's values)
+        raise ShapeError(f"histogram of {what}: {str(e).split('): ', 1)[-1]}") from None
     return got.astype(np.float64 if weights is not None else np.int64).reshape(1, n)

@@ -24,7 +24,7 @@ import numpy as np
 from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import ROWS_OP, SELECT_OP
 from lazyk.frontend.histogram_rows import lift_row_selection
@@ -34,6 +34,7 @@ from lazyk.frontend.operands import as_expr
 from lazyk.frontend.reductions import count, folded_rows
 from lazyk.frontend.reductions import max as lazy_max
 from lazyk.frontend.reductions import min as lazy_min
+from lazyk.frontend.statistics import histogram_weights
 from lazyk.frontend.structure import renamed, structure_of
 from lazyk.frontend.ufuncs import apply, where
 from lazyk.lru import Memo
@@ -525,21 +526,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         raise NotSupportedError(f"histogram of {x.type} ({what}): real numbers only")
     if x.ndim == 0:
         x = x[None]
-    w = None
-    if weights is not None:
-        w = as_expr(weights)
-        if w.dtype.kind not in "biuf":
-            raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
-        if w.ndim > x.ndim:
-            raise NotSupportedError(f"histogram: the weights ({w.type}) have more dims than "
-                                    f"the values ({x.type}): the weights broadcast to the "
-                                    "values, never the values to the weights")
-        # (fixed sizes checked here, at once; the axes right-aligned, as they broadcast)
-        for k, (nw, nx) in enumerate(zip(w.shape[::-1], x.shape[::-1])):
-            if type(nw) is int and type(nx) is int and nw != nx and nw != 1:
-                raise ShapeError(f"histogram: the weights ({w.type}) do not broadcast to the "
-                                 f"values ({x.type}): axis {x.ndim - 1 - k} has {nw} weights "
-                                 f"for {nx} values")
+    w = None if weights is None else histogram_weights(x, weights)
     if isinstance(bins, str):
         raise NotSupportedError(f"bins={bins!r}: give a number of bins or the edges")
     if type(bins) is int or np.ndim(bins) == 0:

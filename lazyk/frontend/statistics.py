@@ -24,6 +24,7 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import toposort
 from lazyk.frontend.masks import missing, nan_to_none, value_operand
 from lazyk.frontend.numpy_rules import normalize_axes
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.reductions import argmax, argmin, count, reduce
 from lazyk.frontend.rowops import flags, num, row_operand, var_dims
@@ -157,6 +158,32 @@ def one_list_structure(x: Expr, weights: Expr) -> bool:
             r = M.rows_at(a.meta, 2)
             keys.add((a.ptr, a.meta[:2], r.width, r.stop_delta, r.length))
     return len(keys) == 1
+
+
+def histogram_weights(x: Expr, weights: Any) -> Expr:
+    """A histogram's weights for values `x`, checked from the types (the rows' lengths are
+    checked when it counts: `stretched_axis`)."""
+    w = as_expr(weights)
+    if w.dtype.kind not in "biuf":
+        raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
+    if w.ndim > x.ndim:
+        raise NotSupportedError(f"histogram: the weights ({w.type}) have more dims than "
+                                f"the values ({x.type}): the weights broadcast to the "
+                                "values, never the values to the weights")
+    # (fixed sizes checked here, at once; the axes right-aligned, as they broadcast)
+    for k, (nw, nx) in enumerate(zip(w.shape[::-1], x.shape[::-1])):
+        if type(nw) is int and type(nx) is int and nw != nx and nw != 1:
+            raise ShapeError(f"histogram: the weights ({w.type}) do not broadcast to the "
+                             f"values ({x.type}): axis {x.ndim - 1 - k} has {nw} weights "
+                             f"for {nx} values")
+        if nx == 1 and nw is None:  # (one value against var rows of weights: refused from
+            # the types, on one machine as on Dask, whatever the rows' lengths)
+            raise NotSupportedError(
+                f"histogram: values of a fixed size 1 at axis {x.ndim - 1 - k} ({x.type}) "
+                f"with var rows of weights there ({w.type}): give values and weights of one "
+                "structure (lazyk.flatten(values, axis=None) and lazyk.flatten(weights, "
+                "axis=None), one weight per value)")
+    return w
 
 
 def stretched_axis(x: Expr, weights: Expr) -> int | None:
