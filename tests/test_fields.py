@@ -233,3 +233,12 @@ def test_a_field_set_as_an_attribute_as_by_name():
     assert lazyk.fields(lj) == ["pt", "eta"] and lj.eval().to_list() == aj.to_list()
     with pytest.raises(AttributeError, match="no field 'pt2'.*r\\['pt2'\\] = value"):
         lj.pt2 = lj.pt
+
+
+def test_an_in_place_operator_on_a_field_of_missing_records_says_why_it_is_read_only():
+    r = lazyk.array([{"x": 1.0, "y": 2}, None, {"x": 3.0, "y": 4}])
+    for write in (lambda: r.__setitem__("x", 5.0), lambda: r["x"].__iadd__(1)):
+        with pytest.raises(ValueError, match="field of records that may be missing"):
+            write()
+    r[0] = {"x": 5.0, "y": 6}  # (whole records are written)
+    assert r.to_list() == [{"x": 5.0, "y": 6}, None, {"x": 3.0, "y": 4}]

@@ -147,6 +147,9 @@ def in_place(name: str):
         result = binary(self, other)
         if result is NotImplemented:
             return NotImplemented
+        if self.readonly and self._readonly == "record":
+            raise ValueError(f"this {self.type} array is a field of records that may be "
+                             "missing, which is read-only: assign whole records, r[i] = {...}")
         if self.readonly:
             raise ValueError(f"this {self.type} array is read-only (another library's memory, "
                              "or a view of read-only data): a.copy() gives a writable one")
