@@ -82,3 +82,17 @@ def test_fill_none_refuses_a_foreign_value_also_without_missing_values():
             with pytest.raises(TypeError, match=type(bad).__name__):
                 lazyk.fill_none(x, bad)
     assert lazyk.fill_none(lazyk.array([[1.0, 2.0], []]), 0).to_list() == [[1.0, 2.0], []]
+
+
+def test_mask_of_another_length_and_string_weights_name_the_users_operands():
+    lists = lazyk.array([[1.0, 2.0], [3.0]])
+    for x in (lazyk.array(np.arange(3.0)), lists, lazyk.zip({"a": lists})):
+        n = 3 if x.ndim == 1 and x.shape[0] == 3 else 2
+        m = np.array([True, False, True, False][:5 - n])  # (another length, not 1)
+        with pytest.raises(lazyk.ShapeError, match=rf"mask: dim 0 has size {n} in the array "
+                           rf"\(.*\) and {5 - n} in the mask \({5 - n} \* bool\)"):
+            lazyk.mask(x, m)
+    # a mask of one broadcasts, as in Awkward
+    assert lazyk.mask(lazyk.array(np.arange(3.0)), np.array([False])).to_list() == [None] * 3
+    with pytest.raises(lazyk.NotSupportedError, match="weights of type string: real numbers"):
+        lazyk.histogram(lists, 2, (0, 4), weights="w")

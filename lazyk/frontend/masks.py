@@ -67,6 +67,11 @@ def mask(array: Any, mask: Any, valid_when: bool = True) -> Any:
     if not 1 <= m.ndim <= ndim:
         raise ShapeError(f"mask: a mask of {m.ndim} dims ({m.type}) for {x.type}: its dims "
                          f"line up with the array's first dims (1 to {ndim} of them)")
+    shape = rec.shape if rec is not None else x.shape
+    for k, (nm, nx) in enumerate(zip(m.shape, shape)):
+        if type(nm) is int and type(nx) is int and nm not in (nx, 1):
+            raise ShapeError(f"mask: dim {k} has size {nx} in the array ({x.type}) and {nm} "
+                             f"in the mask ({m.type})")
     if rec is None and m.ndim == ndim:  # (values: elementwise, fixed dims stay fixed)
         return where(keep, x, missing(x.dtype))
     return x[where(keep, True, missing(np.bool_))]  # (a selection that keeps every element)

@@ -165,7 +165,7 @@ def histogram_weights(x: Expr, weights: Any) -> Expr:
     checked when it counts: `stretched_axis`)."""
     w = as_expr(weights)
     if w.dtype.kind not in "biuf":
-        raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
+        raise NotSupportedError(f"histogram weights of type {w.type}: real numbers only")
     if w.ndim > x.ndim:
         raise NotSupportedError(f"histogram: the weights ({w.type}) have more dims than "
                                 f"the values ({x.type}): the weights broadcast to the "
