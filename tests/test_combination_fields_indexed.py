@@ -151,3 +151,27 @@ def test_a_slot_of_tuples_indexed_per_row_matches_the_reference(rows, n, data, h
     else:
         got = lazyk.cumsum(v, axis=1)
     assert got.eval().to_list() == _reference(rows, n, slot, how, k)
+
+
+@pytest.mark.skipif(ak is None, reason="needs awkward")
+def test_fields_of_a_product_of_computed_missing_values_sliced_and_selected():
+    # a product's slot of values made missing from plain data (`mask`, `nan_to_none`):
+    # its where() is read in the tuples' nest with the other slot's rows (it was computed
+    # alone, with no rows for the other slot: NotSupportedError "over missing rows")
+    rows = [[-3.0, -1.0, 4.0], [], [2.0], [5.0, 0.0]]
+    x, a = lazyk.array(rows), ak.Array(rows)
+    for lx, la in ((lazyk.mask(x, x > 0), ak.mask(a, a > 0)),
+                   (lazyk.nan_to_none(x / x), ak.nan_to_none(a / a))):
+        for lc, ac in ((lazyk.cartesian([lx, x]), ak.cartesian([la, a])),
+                       (lazyk.cartesian([x, lx + 1]), ak.cartesian([a, la + 1]))):
+            lp, ap = lc["0"] * lc["1"], ac["0"] * ac["1"]
+            for work, akwork in ((lambda p: p[:, :2], lambda p: p[:, :2]),
+                                 (lambda p: p[p > 1], lambda p: p[p > 1]),
+                                 (lambda p: lazyk.sum(p[:, 1:], axis=1, skipna=True),
+                                  lambda p: ak.sum(p[:, 1:], axis=1)),
+                                 (lambda p: p[lazyk.argsort(p, axis=1)],
+                                  lambda p: p[ak.argsort(p, axis=1)])):
+                got = work(lp).eval()
+                assert got.to_list() == ak.to_list(akwork(ap))
+                assert str(got.type).endswith("var * ?float64" if got.ndim == 2 else "float64")
+            assert lazyk.to_list(lc["0"][:, ::-1]) == ak.to_list(ac["0"][:, ::-1])

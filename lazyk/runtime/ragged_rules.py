@@ -14,7 +14,7 @@ from lazyk.arrays.trees import Leaf, Lists, Masked
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
+from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.reductions import seeded_fold
 from lazyk.runtime import launch as runtime
@@ -73,8 +73,9 @@ def inline_branches(root, expr, picks: tuple):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node is root or not selects(node) or \
                 all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]) or \
-                not key and any(n.op in picks for n in toposort(node)):
-            return node
+                not key and any(n.op in picks for n in toposort(node)) or \
+                any(isinstance(env[n], PickLeaf) for n in input_names(node)):
+            return node  # (items of tuples: read in the tuples' nest, with every slot)
         return computed_leaf(node, env)
     new_root = rewrite(root, visit)
     return (root, expr) if new_root is root else (new_root, Expr(new_root, env))
