@@ -307,3 +307,38 @@ def test_nan_reductions_of_fixed_values_run_no_loop_nest(monkeypatch):
             assert str(got.type).endswith("?float64")
             assert [None if v is None else round(v, 9) for v in np.ravel(got.to_list())] == \
                 [None if np.isnan(v) else round(v, 9) for v in np.ravel(want)]
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_weighted_var_and_std_as_awkward(name):
+    x = [[1.0, 2.0, 4.0], [3.0], [], [2.0, 2.0], [1.0, None, 5.0]]
+    w = [[1.0, 3.0, 0.5], [2.0], [], [1.0, 1.0], [2.0, 1.0, 1.0]]
+    lx, lw, ax, aw = lazyk.array(x), lazyk.array(w), ak.Array(x), ak.Array(w)
+    lazy, eager = getattr(lazyk, name), getattr(ak, name)
+    for kw in ({"axis": 1}, {"axis": 1, "ddof": 1}, {"axis": 1, "keepdims": True},
+               {"axis": None}):
+        got = lazy(lx, weight=lw, skipna=True, **kw).eval()
+        want = eager(ax, weight=aw, **kw)
+        assert_close(got.to_list(), ak.to_list(want))
+        assert str(got.type).endswith("float64")
+    per_event = lazy(lx, axis=1, weight=lazyk.array([1.0, 2.0, 3.0, 4.0, 5.0])[:, None],
+                     skipna=True).eval()
+    assert_close(per_event.to_list(), ak.to_list(eager(ax, axis=1, weight=ak.Array(
+        [1.0, 2.0, 3.0, 4.0, 5.0]))))
+    ints = lazy(lazyk.array([[1, 2, 4]]), axis=1, weight=lazyk.array([[1, 3, 1]])).eval()
+    assert_close(ints.to_list(), ak.to_list(eager(ak.Array([[1, 2, 4]]), axis=1,
+                                                   weight=ak.Array([[1, 3, 1]]))))
+    with pytest.raises(lazyk.ShapeError, match=f"{name}: the weights"):
+        lazy(lazyk.array([[1.0], [3.0]]), axis=1, weight=lazyk.array([[1.0, 2.0], [1.0]]))
+
+
+def assert_close(got, want):
+    """Equal structure (lists and None) and values within rounding (NaN equal to NaN)."""
+    flat = lambda v: [i for r in v for i in flat(r)] if isinstance(v, list) else [v]  # noqa: E731
+    shape = lambda v: [shape(r) for r in v] if isinstance(v, list) else v is None  # noqa: E731
+    g, w = flat(got), flat(want)
+    assert shape(got) == shape(want), (got, want)
+    assert len(g) == len(w) and all(
+        (a is None and b is None) or (a is not None and b is not None and
+                                      (math.isclose(a, b, rel_tol=1e-12) or a != a and b != b))
+        for a, b in zip(g, w)), (got, want)

@@ -46,7 +46,8 @@ class Records(FieldAssignment, NotOperands):
     """Lazy records (`lazyk.zip`, `lazyk.combinations`, `lazyk.cartesian`): an ordered
     mapping of field names to lazy expressions (or records) that line up over the dims
     above the records; `r.name` and `r["name"]` give a field (a tuple's also `r[0]`),
-    `.eval()` the array of records; `r["name"] = what` sets a field (`lazyk.with_field`).
+    `.eval()` the array of records; `r["name"] = what` sets a field (`lazyk.with_field`),
+    and so does `r.name = what` (or `r.name += 1`) for a field the records have.
 
     Example: `r = lazyk.zip({"x": lazyk.array([[1, 2], []]), "y": lazyk.array([[0.5, 1.5],
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.

@@ -32,7 +32,7 @@ from lazyk.frontend.ufuncs import apply, astype, imag, logical_and, maximum, rea
 
 
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
-        skipna: bool = False, dtype: Any = None) -> Expr:
+        skipna: bool = False, dtype: Any = None, weight: Any = None) -> Expr:
     """Lazy variance over `axis` (int, tuple, None): the sum of squared deviations from
     the mean over `n - ddof` (n: the values folded; `max(n - ddof, 0)` as NumPy, so no
     values give NaN). Two passes (the mean, then the deviations), each fused into one
@@ -43,20 +43,50 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
     dtype; over var dims the sums are in float64 first; Awkward's `ak.var` is float64);
     `dtype=` an integer sums in it and truncates the mean and the result, as NumPy does.
 
+    `weight=`: Awkward's weighted variance, `sum(w * (x - m)**2) / sum(w)` with `m` the
+    weighted mean (`ddof` scales it by `sum(w) / (sum(w) - ddof)`), in float64.
+
     Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
     `[1.5555555555555556, nan]`.
     """
+    if weight is not None:
+        return _weighted_spread("var", x, axis, ddof, keepdims, skipna, dtype, weight)
     return _spread("var", x, axis, ddof, keepdims, skipna, dtype)
 
 
 def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
-        skipna: bool = False, dtype: Any = None) -> Expr:
+        skipna: bool = False, dtype: Any = None, weight: Any = None) -> Expr:
     """Lazy standard deviation: the square root of `var` (same arguments and dtypes; an
-    integer `dtype=` is a TypeError, as in NumPy).
+    integer `dtype=` is a TypeError, as in NumPy; `weight=` as `var`'s).
 
     Example: `lazyk.std(lazyk.array([[1.0, 3.0], [5.0]]), axis=-1)` is `[1.0, 0.0]`.
     """
+    if weight is not None:
+        return _weighted_spread("std", x, axis, ddof, keepdims, skipna, dtype, weight)
     return _spread("std", x, axis, ddof, keepdims, skipna, dtype)
+
+
+def _weighted_spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool,
+                     skipna: bool, dtype: Any, weight: Any) -> Expr:
+    """Awkward's weighted `var` / `std` (float64; a missing value or weight leaves its
+    pair out with `skipna`)."""
+    if dtype is not None:
+        raise NotSupportedError(f"{name} with weight= and dtype=: convert the values first "
+                                "(x.astype(...))")
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer, float)):
+        raise TypeError(f"{name}: ddof must be a number, not {ddof!r}")
+    e = astype(_numbers(name, x, "biuf"), np.float64)
+    w = astype(_numbers(name, weight, "biuf"), np.float64)
+    _weights_fit(e, w, name)
+    axes = normalize_axes(axis, e.ndim, name)
+    weights = apply("add", apply("multiply", e, 0.0), w)  # (missing where x or w is)
+    sumw = reduce("sum", weights, axis=axes, keepdims=True, skipna=skipna)
+    dev = e - reduce("sum", apply("multiply", e, w), axis=axes, keepdims=True,
+                     skipna=skipna) / sumw
+    sumw = reduce("sum", weights, axis=axes, keepdims=keepdims, skipna=skipna)
+    got = reduce("sum", w * dev * dev, axis=axes, keepdims=keepdims, skipna=skipna) / sumw
+    got = got * (sumw / (sumw - ddof)) if ddof else got
+    return sqrt(got) if name == "std" else got
 
 
 def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: bool,
@@ -204,22 +234,22 @@ def stretched_axis(x: Expr, weights: Expr) -> int | None:
     return None
 
 
-def _weights_fit(e: Expr, w: Expr) -> None:
+def _weights_fit(e: Expr, w: Expr, name: str = "mean") -> None:
     """ShapeError / NotSupportedError where the values could stretch to the weights."""
     lead = e.ndim - w.ndim
     if lead < 0 or any(isinstance(n, int) and n == 1 and m != 1
                        for n, m in zip(e.shape[lead:], w.shape)):
-        raise ShapeError(f"mean: the weights ({w.type}) would stretch the values ({e.type}): "
+        raise ShapeError(f"{name}: the weights ({w.type}) would stretch the values ({e.type}): "
                          "weights broadcast to the values, never the reverse")
     try:
         k = stretched_axis(e, w)
     except (BindError, NotSupportedError):  # (placeholders, collections: rows not known)
         raise NotSupportedError(
-            f"mean of {e.type} with weights of type {w.type}: rows of their own, which could "
+            f"{name} of {e.type} with weights of type {w.type}: rows of their own, which could "
             "stretch a value's row of length 1; weigh values and weights of one list "
             "structure, or write lazyk.sum(x * w) / lazyk.sum(w)") from None
     if k is not None:
-        raise ShapeError(f"mean: the weights ({w.type}) would stretch rows of one value "
+        raise ShapeError(f"{name}: the weights ({w.type}) would stretch rows of one value "
                          f"({e.type}) at axis {k} to their own rows: weights broadcast to the "
                          "values")
 
