@@ -488,5 +488,7 @@ def _bin_counts(n: int, what: str | None, index: Any, weights: Any = None) -> np
     try:
         got = hist(index, n, (0, n), weights=w).to_numpy()
     except ShapeError as e:  # (named by the partition's bin indices: by the user's values)
+        if what is None:
+            raise
         raise ShapeError(f"histogram of {what}: {str(e).split('): ', 1)[-1]}") from None
     return got.astype(np.float64 if weights is not None else np.int64).reshape(1, n)
