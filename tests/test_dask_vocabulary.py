@@ -446,3 +446,14 @@ def test_weights_in_var_rows_for_values_of_a_fixed_size_1_as_on_one_machine(rows
         with pytest.raises(lazyk.ShapeError, match=re.escape(
                 "values (4 * var * float64) with weights (4 * var * float64): a row of one")):
             make()
+
+
+def test_a_field_set_on_dask_records_names_with_field():
+    r = lazyk.zip({"x": lazyk.array([[1.0, 2.0], [], [3.0]]), "y": lazyk.array([[1, 2], [], [3]])})
+    d = lazyk.dask.from_ragged(r.eval(), 2)
+    for write in (lambda: d.__setitem__("z", d.x * 2), lambda: setattr(d, "x", d.x * 2)):
+        with pytest.raises(TypeError, match=r"lazyk.with_field\(r, value, '[xz]'\)"):
+            write()
+    got = lazyk.dask.evaluate(lazyk.with_field(d, d.x * 2, "z")).compute()
+    assert got.to_list() == lazyk.with_field(r, r.x * 2, "z").eval().to_list()
+    assert values(lazyk.dask.evaluate(d.x).compute()) == [[1.0, 2.0], [], [3.0]]

@@ -446,6 +446,17 @@ class RaggedRecords(_Collection, Operators):
         except KeyError as err:
             raise AttributeError(str(err)) from None
 
+    def __setitem__(self, field: Any, value: Any) -> None:
+        raise TypeError(f"r[{field!r}] = value: a lazyk.dask.RaggedRecords is not changed in "
+                        f"place; lazyk.with_field(r, value, {field!r}) gives the records with "
+                        "that field (lazy, on Dask)")
+
+    def __setattr__(self, name: str, value: Any) -> None:  # (`r.x = v`, as `r["x"] = v`)
+        if name[:1] == "_" or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            self[name] = value
+
     def __array__(self, dtype=None, copy=None):
         raise NotSupportedError("a lazyk.dask.RaggedRecords is computed by Dask: .compute() "
                                 "gives a lazyk array")
