@@ -247,7 +247,8 @@ def _weights_fit(e: Expr, w: Expr, name: str = "mean") -> None:
         raise NotSupportedError(
             f"{name} of {e.type} with weights of type {w.type}: rows of their own, which could "
             "stretch a value's row of length 1; weigh values and weights of one list "
-            "structure, or write lazyk.sum(x * w) / lazyk.sum(w)") from None
+            "structure" + (", or write lazyk.sum(x * w) / lazyk.sum(w)" if name == "mean" else
+                           " (compute them first)")) from None
     if k is not None:
         raise ShapeError(f"{name}: the weights ({w.type}) would stretch rows of one value "
                          f"({e.type}) at axis {k} to their own rows: weights broadcast to the "
