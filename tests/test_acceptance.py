@@ -181,7 +181,7 @@ def test_indexing_views_and_errors():
     assert r[1].to_list() == [4]
     assert r[:, ::-1].to_list() == [[3, 2, 1], [4]]
     assert r[0, ::-2].to_list() == [3, 1]
-    with pytest.raises(IndexError, match=r"row \[1\] of length 1"):
+    with pytest.raises(IndexError, match="row 1"):
         r[:, 1]
     a = lazyk.array([[1, 2, 3], [4, 5]], type="2 * var * int32")
     with pytest.raises(lazyk.ShapeError, match="row 0"):

@@ -81,16 +81,11 @@ class Array(Operators, InPlace, Conversions):
                    readonly: bool = False, *, check_strings: bool = True) -> Array:
         """An array over existing memory, e.g. a kernel's output (inverse of type/arrmeta/ptr).
 
-        Args:
-            type: the array's type (string or lazyk type).
-            arrmeta: raw arrmeta bytes (native int64) or a tuple of ints.
-            ptr: address of the first element; `owner` must keep that memory alive.
-            owner: a `lazyk.arrays.memory.MemoryBlock` (bounds-checked) or any object.
-            check_strings: False skips reading every string's {begin, size} (lazyk's views).
-
-        Raises:
-            ValueError: arrmeta of the wrong length, or data (strings) outside a MemoryBlock owner.
-        """
+        `type` (string or lazyk type), `arrmeta` (raw native int64 bytes or a tuple of ints),
+        `ptr` (address of the first element), `owner` (keeps that memory alive: a
+        `lazyk.arrays.memory.MemoryBlock`, bounds-checked, or any object); `check_strings`
+        False skips reading every string's {begin, size} (lazyk's views). ValueError:
+        arrmeta of the wrong length, or data (strings) outside a MemoryBlock owner."""
         t = as_type(type)
         meta = tuple(np.frombuffer(bytes(arrmeta), np.int64).tolist()) if isinstance(
             arrmeta, (bytes, bytearray, memoryview, np.ndarray)) else tuple(map(int, arrmeta))
@@ -399,6 +394,9 @@ def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- indexing
+LIST_ROWS = 1024  # rows up to which an index with no view copies through Python lists
+
+
 def _view(a: Array, items: tuple) -> Array | None:
     """The view `a[items]` over the same memory, or None when no strided view exists."""
     t = a.type
@@ -450,16 +448,17 @@ def _option_fields(a: Array, items: tuple) -> Array:
 
 def _copy_index(a: Array, items: tuple) -> Array:
     """`a[items]` as a new array, for indices that no strided view can express (an int or
-    a partial slice of var rows: `jets[:, 0]`): computed by a loop nest, or through
-    Python lists where none takes it."""
+    a partial slice of var rows: `jets[:, 0]`): computed by a loop nest, or through Python
+    lists for up to LIST_ROWS rows (no kernel to compile) or where no loop nest takes it."""
     dims, names = normalize_index(a.type, items)
     if names:  # the field first (a view), then its rows
         return _copy_index(a[tuple(names)], tuple(dims))
     t, fe, out = index_type(a.type, dims), operators.front_end(), None
-    try:
-        out = fe.index_expr(fe.as_expr(a), tuple(dims)).eval()
-    except (NotSupportedError, TypeError):  # (an index the expressions do not take)
-        pass
+    if not isinstance(a.type, T.FixedDim) or a.type.size > LIST_ROWS:
+        try:
+            out = fe.index_expr(fe.as_expr(a), tuple(dims)).eval()
+        except (NotSupportedError, TypeError):  # (an index the expressions do not take)
+            pass
     return out if isinstance(out, Array) and out.type == t else \
         array(index_values(a.to_list(), a.type, dims, []), t)
 
