@@ -98,13 +98,14 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     if e.dtype.kind not in "biufc":
         raise DTypeError(f"{name} of {e.dtype}: numbers only")
     complex_, ints = e.dtype.kind == "c", None  # ints: NumPy's integer dtype= (truncates)
+    rows, option = flags(e)
     if dtype is not None:
         out = np.dtype(dtype)
         if out.kind == "b":
             raise TypeError(f"{name} with dtype=bool: pass a number dtype")
         ints = out if out.kind in "iu" else None
         work = out if out.kind in "fciu" else np.dtype(np.float64)
-    elif var_dims(e) or builtins.any(flags(e)[0]):  # (in float64, given in NumPy's dtype
+    elif var_dims(e) or builtins.any(rows):  # (in float64, given in NumPy's dtype
         out = np.var(np.ones(2, e.dtype)).dtype  # as `mean` is: Awkward's is float64)
         work = np.dtype(np.complex128 if complex_ else np.float64)
     else:
@@ -121,7 +122,6 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
         xf = astype(e, np.result_type(work, np.complex64))
     dev = xf - (mean if ints is None else astype(mean, ints))
     square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
-    rows, option = flags(e)
     if ints is None and ddof == 0 and not option and not builtins.any(rows):
         # the mean square: sum / count in one pass (a mean of no values that may be
         # missing is missing, where NumPy's 0 / 0 is NaN: the count apart there)
